@@ -1,0 +1,43 @@
+# hush — the two commands a person needs: `make run` and `make test`.
+# Both install what is missing (Debian packages), build, and go.
+
+SWIFT ?= swift
+# Debian packages hush builds against (the C libraries' -dev packages).
+APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+.PHONY: all deps build run test lint format clean
+
+all: build
+
+## deps: install the Debian packages hush needs, if any are missing.
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq -o DPkg::Lock::Timeout=600 $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+## run: hushd on its built-in default board (no hardware needed).
+run: build
+	$(SWIFT) run hushd
+
+## test: format check, every unit test.
+test: deps lint
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+lint:
+	$(SWIFT) format lint --strict -r Package.swift Sources Tests
+
+format:
+	$(SWIFT) format -i -r Package.swift Sources Tests
+
+clean:
+	rm -rf .build

@@ -1,0 +1,57 @@
+// swift-tools-version: 6.1
+// hush — phone-like audio behaviour for headless Linux boards.
+//
+// Dependencies point downward only:
+//   C libraries (CALSA, CGPIOD, CEvdev, CSndfile, CSamplerate)
+//     → one adapter each (HushALSA, HushGPIO, HushInput)
+//   HushCore (vocabulary, hardware protocols) ← HushPolicy (pure) ← HushDaemon ← hushd
+//   HushTesting (deterministic fakes) is used by tests only.
+import PackageDescription
+
+let package = Package(
+    name: "hush",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "hushd", targets: ["hushd"]),
+        .library(name: "HushCore", targets: ["HushCore"]),
+        .library(name: "HushPolicy", targets: ["HushPolicy"]),
+        .library(name: "HushTesting", targets: ["HushTesting"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0")
+    ],
+    targets: [
+        // MARK: System libraries (Debian packages named in `providers`; the Makefile installs them).
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(name: "CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSamplerate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
+
+        // MARK: Vocabulary and policy.
+        .target(name: "HushCore"),
+        .target(name: "HushPolicy", dependencies: ["HushCore"]),
+        .target(name: "HushTesting", dependencies: ["HushCore", "HushPolicy"]),
+
+        // MARK: Adapters: the only targets that import their C library.
+        .target(name: "HushALSA", dependencies: ["CALSA", "HushCore"]),
+        .target(name: "HushGPIO", dependencies: ["CGPIOD", "HushCore"]),
+        .target(name: "HushInput", dependencies: ["CEvdev", "HushCore"]),
+        .target(name: "HushAudioFile", dependencies: ["CSndfile", "CSamplerate", "HushCore"]),
+
+        // MARK: Wiring and executables.
+        .target(
+            name: "HushDaemon",
+            dependencies: [
+                "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
+
+        // MARK: Tests.
+        .testTarget(name: "HushCoreTests", dependencies: ["HushCore", "HushTesting"]),
+        .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
+        .testTarget(name: "HushDaemonTests", dependencies: ["HushDaemon", "HushCore", "HushTesting"]),
+    ]
+)

@@ -1,0 +1,39 @@
+/// What a session's sound is for, after Apple's `AVAudioSession.Category`.
+///
+/// The category decides how the silence switch treats the session (policy R1), whether it can mix with others
+/// (R6) and what happens when an interruption ends (R9).
+public enum Category: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
+    /// Sound that accompanies other audio (UI clicks, game effects). Mixable; silenced by the switch.
+    case ambient
+    /// The default: non-essential sound that takes the floor. Non-mixable; silenced by the switch.
+    case soloAmbient
+    /// Sound a person started on purpose (music, an alarm). Keeps sounding with the switch on.
+    case playback
+    /// Microphone capture only.
+    case record
+    /// Two-way audio: intercom and calls.
+    case playAndRecord
+
+    /// Whether the silence switch silences this category (policy R1).
+    public var isSilencedBySwitch: Bool { self == .ambient || self == .soloAmbient }
+
+    public var description: String { rawValue }
+}
+
+/// Options that change how a session shares the output, after `AVAudioSession.CategoryOptions`.
+public struct CategoryOptions: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// Play alongside other sessions instead of interrupting them.
+    public static let mixWithOthers = CategoryOptions(rawValue: 1 << 0)
+    /// Lower every other audible session while this one is active (implies ``mixWithOthers``, as on iOS).
+    public static let duckOthers = CategoryOptions(rawValue: 1 << 1)
+
+    public var description: String {
+        var names: [String] = []
+        if contains(.mixWithOthers) { names.append("mixWithOthers") }
+        if contains(.duckOthers) { names.append("duckOthers") }
+        return names.isEmpty ? "[]" : "[" + names.joined(separator: ", ") + "]"
+    }
+}

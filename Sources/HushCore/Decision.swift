@@ -1,0 +1,131 @@
+/// What the policy tells clients (through the daemon's control socket and console).
+public enum ClientEvent: Hashable, Sendable, CustomStringConvertible {
+    /// The session lost the floor to another (policy R6). Addressed to the session's client.
+    case interruptionBegan(SessionID, by: SessionID)
+    /// The interruption is over; `shouldResume` says whether the client may resume on its own (policy R8).
+    case interruptionEnded(SessionID, shouldResume: Bool)
+    /// The output route changed (policies R4, R5, R13).
+    case routeChanged(RouteChange)
+    /// A volume moved.
+    case volumeChanged(VolumeKind, VolumeStep, route: Route?)
+    /// The silence switch moved.
+    case silenceChanged(SilenceSwitchPosition)
+    /// Whether apps should silence secondary audio, such as a game's soundtrack (policy R14).
+    case secondaryAudioShouldBeSilenced(Bool)
+    /// Which volume the volume buttons now control (policy R3).
+    case buttonsControl(VolumeKind)
+    /// A media key the client should act on itself (next, previous), addressed to the session's client (R11).
+    case remoteCommand(SessionID, MediaKey)
+
+    /// The session this event is addressed to, or nil for a broadcast to every subscriber.
+    public var session: SessionID? {
+        switch self {
+        case .interruptionBegan(let id, _), .interruptionEnded(let id, _), .remoteCommand(let id, _): id
+        default: nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .interruptionBegan(let id, let by): "interruption began for \(id) (by \(by))"
+        case .interruptionEnded(let id, let shouldResume):
+            "interruption ended for \(id)" + (shouldResume ? ", should resume" : ", should not resume")
+        case .routeChanged(let change): "route changed \(change)"
+        case .volumeChanged(let kind, let step, let route):
+            "\(kind) volume \(step)" + (route.map { " on \($0)" } ?? "")
+        case .silenceChanged(let position): "silence switch \(position)"
+        case .secondaryAudioShouldBeSilenced(let hint): "secondary audio should be silenced: \(hint ? "yes" : "no")"
+        case .buttonsControl(let kind): "volume buttons control the \(kind) volume"
+        case .remoteCommand(let id, let key): "remote command \(key) for \(id)"
+        }
+    }
+}
+
+/// The volumes and route choice that survive a restart (policy R12).
+public struct PersistedVolumes: Hashable, Sendable {
+    /// The system volume remembered for each route, in route order.
+    public var system: [Route: VolumeStep]
+    public var ringer: VolumeStep
+    public var routeOverride: Route?
+
+    public init(system: [Route: VolumeStep] = [:], ringer: VolumeStep, routeOverride: Route? = nil) {
+        self.system = system
+        self.ringer = ringer
+        self.routeOverride = routeOverride
+    }
+}
+
+/// Why a request was refused; the daemon passes it back to the client that asked.
+public struct Rejection: Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable, Hashable {
+        case unknownSession, duplicateSession, interrupted, unknownRoute, notPermitted
+    }
+    public var code: Code
+    public var session: SessionID?
+    public var message: String
+    public init(_ code: Code, session: SessionID? = nil, _ message: String) {
+        self.code = code
+        self.session = session
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// One thing the policy orders the engine, the router or the daemon to do.
+public enum Command: Hashable, Sendable, CustomStringConvertible {
+    /// Move a session's gain (silence, ducking) to `gain` over `ramp`.
+    case setSessionGain(SessionID, Gain, ramp: Duration)
+    /// Move a bus's gain (the volume that scales it) to `gain` over `ramp`.
+    case setBusGain(Bus, Gain, ramp: Duration)
+    /// Start or continue rendering a session from its current position.
+    case resume(SessionID)
+    /// Stop rendering a session, keeping its position.
+    case pause(SessionID)
+    /// Stop rendering a session and forget its position.
+    case stop(SessionID)
+    /// Send output to this route.
+    case selectRoute(Route)
+    /// Tell clients something.
+    case notify(ClientEvent)
+    /// Write these volumes to the state file.
+    case persist(PersistedVolumes)
+    /// Refuse a request, with the reason for the client.
+    case reject(Rejection)
+    /// Nothing changes; said so the person at the console learns why.
+    case note(String)
+
+    public var description: String {
+        switch self {
+        case .setSessionGain(let id, let gain, let ramp): "set \(id) gain \(gain) over \(ramp.milliseconds) ms"
+        case .setBusGain(let bus, let gain, let ramp): "set \(bus) bus gain \(gain) over \(ramp.milliseconds) ms"
+        case .resume(let id): "resume \(id)"
+        case .pause(let id): "pause \(id)"
+        case .stop(let id): "stop \(id)"
+        case .selectRoute(let route): "select route \(route)"
+        case .notify(let event): "notify: \(event)"
+        case .persist(let volumes):
+            "persist volumes (system "
+                + volumes.system.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.rawValue)" }
+                .joined(separator: ", ") + "; ringer \(volumes.ringer.rawValue)"
+                + (volumes.routeOverride.map { "; route override \($0)" } ?? "") + ")"
+        case .reject(let rejection): "reject: \(rejection)"
+        case .note(let text): "no change: \(text)"
+        }
+    }
+}
+
+/// A command with the rule that produced it and a reason a person can read.
+public struct Decision: Hashable, Sendable, CustomStringConvertible {
+    public var command: Command
+    public var rule: Rule
+    public var reason: String
+
+    public init(_ command: Command, rule: Rule, reason: String) {
+        self.command = command
+        self.rule = rule
+        self.reason = reason
+    }
+
+    /// "[R1 silence-switch] set session 2 gain -inf dB over 20 ms — silence switch on silences ambient sound"
+    public var description: String { "[\(rule)] \(command) — \(reason)" }
+}

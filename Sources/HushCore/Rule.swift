@@ -1,0 +1,67 @@
+/// Every behaviour rule of the policy, named once. The same identifiers appear in the reason of every decision,
+/// in the logs, in docs/policy.md and in the test that proves the rule.
+///
+/// R1–R15 are the rules; M1–M9 decide what happens where two rules meet.
+public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
+    case r1 = "R1"
+    case r2 = "R2"
+    case r3 = "R3"
+    case r4 = "R4"
+    case r5 = "R5"
+    case r6 = "R6"
+    case r7 = "R7"
+    case r8 = "R8"
+    case r9 = "R9"
+    case r10 = "R10"
+    case r11 = "R11"
+    case r12 = "R12"
+    case r13 = "R13"
+    case r14 = "R14"
+    case r15 = "R15"
+    case m1 = "M1"
+    case m2 = "M2"
+    case m3 = "M3"
+    case m4 = "M4"
+    case m5 = "M5"
+    case m6 = "M6"
+    case m7 = "M7"
+    case m8 = "M8"
+    case m9 = "M9"
+
+    /// A short name for logs: "R1 silence-switch".
+    public var title: String {
+        switch self {
+        case .r1: "silence-switch"
+        case .r2: "volume-scales-buses"
+        case .r3: "volume-buttons"
+        case .r4: "headphones-plugged"
+        case .r5: "headphones-unplugged"
+        case .r6: "non-mixable-interrupts"
+        case .r7: "duck-others"
+        case .r8: "interruption-end"
+        case .r9: "resume-after-interruption"
+        case .r10: "client-gone"
+        case .r11: "media-keys"
+        case .r12: "start-up"
+        case .r13: "route-override"
+        case .r14: "secondary-audio-hint"
+        case .r15: "session-requests"
+        case .m1: "silenced-session-takes-no-floor"
+        case .m2: "silence-keeps-the-floor"
+        case .m3: "unplug-while-interrupted"
+        case .m4: "transient-holds-the-floor"
+        case .m5: "play-while-interrupted"
+        case .m6: "duplicate-jack-report"
+        case .m7: "unplug-during-duck"
+        case .m8: "buttons-follow-audible-ringer"
+        case .m9: "silence-during-ducking"
+        }
+    }
+
+    public var description: String { "\(rawValue) \(title)" }
+
+    public static func < (a: Rule, b: Rule) -> Bool {
+        let order = Rule.allCases
+        return order.firstIndex(of: a)! < order.firstIndex(of: b)!
+    }
+}

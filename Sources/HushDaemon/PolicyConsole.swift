@@ -1,0 +1,124 @@
+import HushCore
+import HushPolicy
+
+/// The interactive policy console: a person types events, sees every decision with its rule and reason.
+///
+/// Time comes from `clock`. With a real clock, `wait` sleeps through `sleep`; with a manual clock (tests, scripts
+/// that must be reproducible) `wait` just moves the clock. Held-button repeats fire at the policy's deadlines.
+public final class PolicyConsole {
+    public private(set) var policy: AudioPolicy
+    private let clock: any MonotonicClock
+    private let sleep: (Instant) -> Void
+    private let write: (String) -> Void
+    private var nextSessionNumber: UInt64 = 1
+
+    /// - Parameters:
+    ///   - sleep: waits until the given instant has passed on `clock` (for a manual clock: advances it).
+    ///   - write: prints one line.
+    public init(
+        configuration: PolicyConfiguration = PolicyConfiguration(),
+        persisted: PersistedVolumes? = nil,
+        clock: any MonotonicClock,
+        sleep: @escaping (Instant) -> Void,
+        write: @escaping (String) -> Void
+    ) {
+        policy = AudioPolicy(configuration: configuration, persisted: persisted)
+        self.clock = clock
+        self.sleep = sleep
+        self.write = write
+        let startup = policy.start(at: clock.now())
+        print(startup, because: "start-up")
+    }
+
+    /// When `tick()` must next run even if nothing is typed (a held button's repeat).
+    public var nextDeadline: Instant? { policy.nextDeadline }
+
+    /// Lets time pass: delivers what is due (held-button repeats).
+    public func tick() {
+        let decisions = policy.handle(.timePassed, at: clock.now())
+        if !decisions.isEmpty { print(decisions, because: "time passed") }
+    }
+
+    /// Carries out one typed line. Returns false when the person asked to quit.
+    @discardableResult
+    public func perform(_ line: String) -> Bool {
+        let command: ConsoleCommand?
+        do {
+            command = try ConsoleCommand.parse(line) { [self] in
+                defer { nextSessionNumber += 1 }
+                while policy.session(SessionID(nextSessionNumber)) != nil { nextSessionNumber += 1 }
+                return SessionID(nextSessionNumber)
+            }
+        } catch {
+            write("error: \(error.message)")
+            return true
+        }
+        switch command {
+        case nil:
+            return true
+        case .event(let event):
+            handle(event)
+        case .tap(let button):
+            handle(.input(.volumeButton(button, .press)))
+            handle(.input(.volumeButton(button, .release)))
+        case .releaseHeld:
+            guard let button = policy.heldButton else {
+                write("no volume button is held")
+                return true
+            }
+            handle(.input(.volumeButton(button, .release)))
+        case .wait(let duration):
+            wait(until: clock.now() + duration)
+        case .status:
+            status().forEach(write)
+        case .help:
+            ConsoleCommand.helpText.split(separator: "\n", omittingEmptySubsequences: false).forEach {
+                write(String($0))
+            }
+        case .quit:
+            return false
+        }
+        return true
+    }
+
+    private func handle(_ event: PolicyEvent) {
+        print(policy.handle(event, at: clock.now()), because: "\(event)")
+    }
+
+    /// Waits until `end`, firing the policy's deadlines on the way.
+    private func wait(until end: Instant) {
+        while let deadline = policy.nextDeadline, deadline <= end {
+            sleep(deadline)
+            tick()
+        }
+        sleep(end)
+    }
+
+    private func print(_ decisions: [Decision], because event: String) {
+        write("\(clock.now()) \(event)")
+        for decision in decisions { write("  \(decision)") }
+    }
+
+    /// The state in lines that fit an 80-column terminal.
+    public func status() -> [String] {
+        let route = policy.routeOverride == nil ? "\(policy.route) (automatic)" : "\(policy.route) (override)"
+        let curve = policy.configuration.curve
+        var lines = [
+            "silence switch \(policy.silenceSwitch), headphones \(policy.jack), route \(route)",
+            "system volume \(policy.systemVolume) (\(curve.gain(at: policy.systemVolume))), "
+                + "ringer \(policy.ringerVolume) (\(curve.gain(at: policy.ringerVolume))), "
+                + "buttons control \(policy.buttonTarget)",
+        ]
+        if policy.sessions.isEmpty {
+            lines.append("no sessions")
+        }
+        for session in policy.sessions {
+            var line = "\(session.id) (\(session.client)): \(session.configuration), \(session.state)"
+            if session.isInterrupted {
+                line += ", interrupted by " + session.interrupters.map { "\($0.rawValue)" }.joined(separator: ", ")
+            }
+            lines.append(line)
+        }
+        return lines
+    }
+}

@@ -1,0 +1,27 @@
+import HushCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The system's monotonic clock (CLOCK_MONOTONIC): the timeline kernel input timestamps use too.
+public final class SystemClock: MonotonicClock, @unchecked Sendable {
+    public init() {}
+
+    public func now() -> Instant {
+        var ts = timespec()
+        // SAFETY: clock_gettime writes one timespec into the local; CLOCK_MONOTONIC always exists on Linux.
+        let result = clock_gettime(CLOCK_MONOTONIC, &ts)
+        precondition(result == 0, "CLOCK_MONOTONIC is unavailable")
+        return Instant(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
+    }
+
+    /// Sleeps until `instant` (returns at once if it has passed).
+    public func sleep(until instant: Instant) {
+        let remaining = instant.nanoseconds - now().nanoseconds
+        guard remaining > 0 else { return }
+        var request = timespec(tv_sec: Int(remaining / 1_000_000_000), tv_nsec: Int(remaining % 1_000_000_000))
+        var left = timespec()
+        while nanosleep(&request, &left) == -1 && errno == EINTR { request = left }
+    }
+}
