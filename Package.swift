@@ -52,6 +52,13 @@ let package = Package(
         // MARK: Tests.
         .testTarget(name: "HushCoreTests", dependencies: ["HushCore", "HushTesting"]),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
-        .testTarget(name: "HushDaemonTests", dependencies: ["HushDaemon", "HushCore", "HushTesting"]),
+        .testTarget(
+            name: "HushDaemonTests",
+            dependencies: [
+                "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
+                "HushAudioFile", "hushd",
+            ],
+            resources: [.copy("Fixtures")]
+        ),
     ]
 )

@@ -22,8 +22,6 @@ public enum RouteChangeReason: String, Sendable, Hashable, CustomStringConvertib
     case oldDeviceUnavailable
     /// A person picked a route, or cleared their pick (policy R13).
     case override
-    /// The route chosen at start-up (policy R12).
-    case startup
 
     public var description: String { rawValue }
 }

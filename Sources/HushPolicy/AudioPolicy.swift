@@ -827,8 +827,9 @@ public struct AudioPolicy: Sendable {
         }
     }
 
-    /// R7, M9: an active, uninterrupted, audible duckOthers session lowers the others.
+    /// R7, M9: an active, audible duckOthers session lowers the others. (duckOthers implies mixWithOthers, so a
+    /// ducking session is never interrupted.)
     private func isDucking(_ session: SessionRecord) -> Bool {
-        session.configuration.options.contains(.duckOthers) && !session.isInterrupted && !isSilenced(session)
+        session.configuration.options.contains(.duckOthers) && !isSilenced(session)
     }
 }

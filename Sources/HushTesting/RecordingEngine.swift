@@ -51,6 +51,9 @@ public struct RecordingEngine: Sendable {
         }
     }
 
+    /// The engine's own report that a session's sound came to its end.
+    public mutating func finished(_ id: SessionID) { playing.remove(id) }
+
     /// Forgets a session that is gone (deactivated), as the mixer drops its voice.
     public mutating func forget(_ id: SessionID) {
         sessionGains[id] = nil

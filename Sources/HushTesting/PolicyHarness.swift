@@ -1,0 +1,94 @@
+import HushCore
+import HushPolicy
+
+/// Drives an ``AudioPolicy`` with a manual timeline and carries its decisions out on a ``RecordingEngine``.
+///
+/// ```swift
+/// var board = PolicyHarness()
+/// board.activate(1, .music, .playback)
+/// board.play(1)
+/// let decisions = board.send(.input(.silenceSwitch(.silent)))
+/// ```
+public struct PolicyHarness: Sendable {
+    public private(set) var policy: AudioPolicy
+    public private(set) var engine = RecordingEngine()
+    public private(set) var now: Instant
+    /// What the last `send` returned.
+    public private(set) var last: [Decision] = []
+
+    public init(
+        configuration: PolicyConfiguration = PolicyConfiguration(),
+        persisted: PersistedVolumes? = nil,
+        start: Instant = .zero
+    ) {
+        policy = AudioPolicy(configuration: configuration, persisted: persisted)
+        now = start
+        last = policy.start(at: start)
+        engine.apply(last)
+    }
+
+    /// Lets `duration` pass (delivering held-button repeats), then delivers `event`.
+    @discardableResult
+    public mutating func send(_ event: PolicyEvent, after duration: Duration = .zero) -> [Decision] {
+        now = now + duration
+        last = policy.handle(event, at: now)
+        if case .finished(let id) = event { engine.finished(id) }
+        engine.apply(last)
+        // Sessions the policy no longer has are gone from the engine too, as the mixer drops their voices.
+        let known = Set(engine.sessionGains.keys).union(engine.playing).union(engine.interrupted)
+        for id in known where policy.session(id) == nil { engine.forget(id) }
+        return last
+    }
+
+    /// Lets `duration` pass with nothing else happening.
+    @discardableResult
+    public mutating func wait(_ duration: Duration) -> [Decision] { send(.timePassed, after: duration) }
+
+    @discardableResult
+    public mutating func activate(
+        _ id: UInt64,
+        _ bus: Bus,
+        _ category: Category,
+        _ options: CategoryOptions = [],
+        transient: Bool = false,
+        client: UInt64? = nil
+    ) -> [Decision] {
+        send(
+            .activate(
+                SessionID(id),
+                client: ClientID(client ?? id),
+                SessionConfiguration(bus: bus, category: category, options: options, transient: transient)
+            )
+        )
+    }
+
+    @discardableResult
+    public mutating func play(_ id: UInt64) -> [Decision] { send(.play(SessionID(id))) }
+
+    @discardableResult
+    public mutating func pause(_ id: UInt64) -> [Decision] { send(.pause(SessionID(id))) }
+
+    @discardableResult
+    public mutating func deactivate(_ id: UInt64, notifyOthers: Bool) -> [Decision] {
+        send(.deactivate(SessionID(id), notifyOthers: notifyOthers))
+    }
+
+    @discardableResult
+    public mutating func input(_ event: InputEvent, after duration: Duration = .zero) -> [Decision] {
+        send(.input(event), after: duration)
+    }
+
+    /// Whether the engine renders session `id`.
+    public func isPlaying(_ id: UInt64) -> Bool { engine.playing.contains(SessionID(id)) }
+
+    /// The gain the engine applies to session `id`.
+    public func gain(_ id: UInt64) -> Gain { engine.gain(of: SessionID(id)) }
+
+    /// The commands of the last `send`, without their reasons.
+    public var lastCommands: [Command] { last.map(\.command) }
+
+    /// The decisions of the last `send` whose command matches `predicate`.
+    public func lastDecisions(where predicate: (Command) -> Bool) -> [Decision] {
+        last.filter { predicate($0.command) }
+    }
+}

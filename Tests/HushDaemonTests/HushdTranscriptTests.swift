@@ -1,0 +1,111 @@
+import Foundation
+import HushALSA
+import HushAudioFile
+import HushGPIO
+import HushInput
+import Testing
+
+/// hushd's console output, compared byte for byte with a reviewed transcript (the way swift-argument-parser
+/// checks its commands' output). The script walks through the main behaviours.
+@Suite("hushd console transcript")
+struct HushdTranscriptTests {
+    static var hushd: URL {
+        // The test bundle lives next to the built executables.
+        let bundle = Bundle.main.bundleURL
+        for directory in [bundle, bundle.deletingLastPathComponent()] {
+            let candidate = directory.appendingPathComponent("hushd")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return bundle.deletingLastPathComponent().appendingPathComponent("hushd")
+    }
+
+    static func fixture(_ name: String) throws -> String {
+        let url = try #require(Bundle.module.url(forResource: "Fixtures/\(name)", withExtension: nil))
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+
+    static func run(_ arguments: [String], input: String) throws -> (status: Int32, output: String, error: String) {
+        let process = Process()
+        process.executableURL = hushd
+        process.arguments = arguments
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        let error = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self)
+        )
+    }
+
+    @Test("a scripted session prints exactly the reviewed decisions")
+    func transcript() throws {
+        let script = try Self.fixture("console-script.txt")
+        let expected = try Self.fixture("console-transcript.txt")
+        let result = try Self.run(["--manual-clock", "--quiet-banner"], input: script)
+        #expect(result.status == 0)
+        #expect(result.error.isEmpty)
+        #expect(result.output == expected)
+    }
+
+    @Test("the banner names the libraries hush runs on")
+    func banner() throws {
+        let result = try Self.run(["--manual-clock"], input: "quit\n")
+        let firstLines = result.output.split(separator: "\n").prefix(2).joined(separator: "\n")
+        #expect(
+            firstLines == """
+                hush 0.1.0: policy console. Type help for commands, quit to leave.
+                alsa-lib \(ALSALibrary.version), libgpiod \(GPIOLibrary.version), \(AudioFileLibraries.sndfileVersion)
+                """
+        )
+    }
+
+    @Test("an unknown option is refused with usage, exit 64")
+    func unknownOption() throws {
+        let result = try Self.run(["--bogus"], input: "")
+        #expect(result.status == 64)
+        #expect(result.error.hasPrefix("hushd: unknown option '--bogus'\nusage: hushd"))
+    }
+}
+
+@Suite("C libraries behind the adapters")
+struct LibraryTests {
+    @Test("alsa-lib, libgpiod 1.x, libsndfile and libsamplerate are linked and answer")
+    func versions() {
+        #expect(ALSALibrary.version.split(separator: ".").count >= 3)
+        #expect(
+            ALSALibrary.version.hasPrefix(
+                ALSALibrary.headerVersion.split(separator: ".").prefix(2).joined(separator: ".")
+            )
+        )
+        #expect(GPIOLibrary.version.hasPrefix("1."), "hush uses the libgpiod 1.x API")
+        #expect(AudioFileLibraries.sndfileVersion.hasPrefix("libsndfile-1."))
+        #expect(AudioFileLibraries.samplerateVersion.hasPrefix("libsamplerate-"))
+    }
+
+    @Test(
+        "evdev codes are found by their kernel names and print them",
+        arguments: [
+            ("KEY_VOLUMEUP", EvdevCode.volumeUp), ("KEY_VOLUMEDOWN", .volumeDown), ("KEY_PLAYPAUSE", .playPause),
+            ("SW_HEADPHONE_INSERT", .headphoneInsert), ("KEY_NEXTSONG", .nextSong),
+        ]
+    )
+    func evdevNames(name: String, code: EvdevCode) {
+        #expect(EvdevCode(name: name) == code)
+        #expect(code.name == name)
+    }
+
+    @Test("unknown evdev names are nil")
+    func unknownEvdev() {
+        #expect(EvdevCode(name: "KEY_NOT_A_KEY") == nil)
+        #expect(EvdevCode(name: "REL_X") == nil)
+        #expect(EvdevCode(type: 30, code: 1).name == "type 30 code 1")
+    }
+}

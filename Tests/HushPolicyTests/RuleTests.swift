@@ -1,0 +1,731 @@
+import HushCore
+import HushPolicy
+import HushTesting
+import Testing
+
+// One suite per rule of docs/policy.md. Each suite is named after its rule; each checks what the engine was told.
+
+private let duck = Gain(decibels: -14)
+
+private func rules(_ decisions: [Decision], for command: (Command) -> Bool) -> [Rule] {
+    decisions.filter { command($0.command) }.map(\.rule)
+}
+
+@Suite("R1 silence-switch")
+struct R1SilenceSwitch {
+    static let cases: [(Bus, HushCore.Category, Bool)] = Bus.allCases.flatMap { bus in
+        HushCore.Category.allCases.map { ($0 == .ambient || $0 == .soloAmbient) ? (bus, $0, true) : (bus, $0, false) }
+    }
+
+    @Test("silence silences ambient and soloAmbient on every bus, nothing else", arguments: cases)
+    func silence(bus: Bus, category: HushCore.Category, silenced: Bool) {
+        var board = PolicyHarness()
+        board.activate(1, bus, category, [.mixWithOthers])
+        board.play(1)
+        let on = board.input(.silenceSwitch(.silent))
+        #expect(board.gain(1) == (silenced ? .silent : .unity))
+        #expect(board.isPlaying(1), "silenced sessions keep running, muted, as on iOS")
+        if silenced {
+            let ramp = on.compactMap { d -> Duration? in
+                if case .setSessionGain(_, _, let ramp) = d.command { return ramp } else { return nil }
+            }
+            #expect(ramp.count == 1 && ramp[0] > .zero && ramp[0] <= .milliseconds(20))
+            #expect(rules(on) { if case .setSessionGain = $0 { true } else { false } } == [.r1])
+        }
+        #expect(on.contains { $0.command == .notify(.silenceChanged(.silent)) && $0.rule == .r1 })
+        board.input(.silenceSwitch(.ring))
+        #expect(board.gain(1) == .unity)
+        #expect(board.isPlaying(1))
+    }
+
+    @Test("a session activated while silenced starts silent, with no ramp to leak sound")
+    func activatedSilenced() {
+        var board = PolicyHarness()
+        board.input(.silenceSwitch(.silent))
+        let decisions = board.activate(1, .effect, .ambient)
+        #expect(decisions.contains { $0.command == .setSessionGain(SessionID(1), .silent, ramp: .zero) })
+    }
+
+    @Test("the same position twice changes nothing")
+    func repeatedPosition() {
+        var board = PolicyHarness()
+        board.input(.silenceSwitch(.silent))
+        let again = board.input(.silenceSwitch(.silent))
+        #expect(again.allSatisfy { if case .note = $0.command { true } else { false } })
+    }
+}
+
+@Suite("R2 volume-scales-buses")
+struct R2VolumeScalesBuses {
+    @Test("the curve: silent at 0, about -50 dB at 1, 0 dB at 16, rising")
+    func curve() {
+        let curve = VolumeCurve.default
+        #expect(curve.gain(at: .minimum) == .silent)
+        #expect(abs(curve.decibels(at: VolumeStep(clamping: 1)) + 50) < 0.01)
+        #expect(curve.decibels(at: .maximum) == 0)
+        for step in 1..<VolumeStep.count {
+            #expect(curve.decibels(at: VolumeStep(clamping: step)) < curve.decibels(at: VolumeStep(clamping: step + 1)))
+        }
+    }
+
+    @Test("system volume scales effect and music; ringer volume scales the ringer bus", arguments: 0...16)
+    func busGains(step: Int) {
+        var board = PolicyHarness()
+        let expected = VolumeCurve.default.gain(at: VolumeStep(clamping: step))
+        board.send(.setVolume(.system, VolumeStep(clamping: step)))
+        #expect(board.engine.busGains[.effect] == expected)
+        #expect(board.engine.busGains[.music] == expected)
+        let ringerBefore = board.engine.busGains[.ringer]
+        #expect(ringerBefore == VolumeCurve.default.gain(at: VolumeStep(clamping: 10)))
+        board.send(.setVolume(.ringer, VolumeStep(clamping: 16 - step)))
+        #expect(board.engine.busGains[.ringer] == VolumeCurve.default.gain(at: VolumeStep(clamping: 16 - step)))
+        #expect(board.engine.busGains[.music] == expected, "the ringer volume never moves the music bus")
+    }
+
+    @Test("a volume change is ramped, reported and persisted")
+    func rampedReportedPersisted() {
+        var board = PolicyHarness()
+        let decisions = board.send(.setVolume(.system, VolumeStep(clamping: 11)))
+        #expect(
+            decisions.contains {
+                $0.command
+                    == .setBusGain(
+                        .music,
+                        VolumeCurve.default.gain(at: VolumeStep(clamping: 11)),
+                        ramp: .milliseconds(30)
+                    )
+            }
+        )
+        #expect(board.engine.notifications.last == .volumeChanged(.system, VolumeStep(clamping: 11), route: .speaker))
+        #expect(board.engine.persisted?.system[.speaker] == VolumeStep(clamping: 11))
+    }
+}
+
+@Suite("R3 volume-buttons")
+struct R3VolumeButtons {
+    @Test("a press is one step")
+    func press() {
+        var board = PolicyHarness()
+        board.input(.volumeButton(.up, .press))
+        board.input(.volumeButton(.up, .release), after: .milliseconds(80))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 9))
+        board.input(.volumeButton(.down, .press), after: .milliseconds(300))
+        board.input(.volumeButton(.down, .release), after: .milliseconds(80))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 8))
+    }
+
+    @Test(
+        "holding repeats after 500 ms, every 100 ms",
+        arguments: [
+            (held: 450, steps: 1), (held: 500, steps: 2), (held: 1000, steps: 7), (held: 1050, steps: 7),
+        ]
+    )
+    func hold(held: Int, steps: Int) {
+        var board = PolicyHarness(
+            persisted: PersistedVolumes(
+                system: [.speaker: VolumeStep(clamping: 1)],
+                ringer: VolumeStep(clamping: 1)
+            )
+        )
+        board.input(.volumeButton(.up, .press))
+        var t = 0
+        while t + 50 <= held {
+            board.wait(.milliseconds(50))
+            t += 50
+        }
+        board.input(.volumeButton(.up, .release), after: .milliseconds(held - t))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 1 + steps))
+        board.wait(.seconds(2))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 1 + steps), "no repeats after release")
+    }
+
+    @Test("repeat timing is configurable")
+    func configurableRepeat() {
+        var configuration = PolicyConfiguration()
+        configuration.repeatDelay = .milliseconds(300)
+        configuration.repeatInterval = .milliseconds(50)
+        var board = PolicyHarness(configuration: configuration)
+        board.input(.volumeButton(.down, .press))
+        board.wait(.milliseconds(400))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 8 - 1 - 3))
+        #expect(board.policy.nextDeadline == .milliseconds(450))
+    }
+
+    @Test("while a ringer session sounds the buttons move the ringer volume; with media, the system volume")
+    func target() {
+        var board = PolicyHarness()
+        #expect(board.engine.notifications.last == .buttonsControl(.system))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .ringer, .soloAmbient)
+        board.play(2)
+        #expect(board.engine.notifications.contains(.buttonsControl(.ringer)))
+        board.input(.volumeButton(.up, .press))
+        #expect(board.policy.ringerVolume == VolumeStep(clamping: 11))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 8))
+        board.input(.volumeButton(.up, .release))
+        let end = board.deactivate(2, notifyOthers: true)
+        #expect(end.contains { $0.command == .notify(.buttonsControl(.system)) && $0.rule == .r3 })
+        board.input(.volumeButton(.up, .press))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 9))
+    }
+
+    @Test("when idle the buttons move the configured target", arguments: VolumeKind.allCases)
+    func idleTarget(kind: VolumeKind) {
+        var configuration = PolicyConfiguration()
+        configuration.idleButtonTarget = kind
+        var board = PolicyHarness(configuration: configuration)
+        #expect(board.engine.notifications == [.buttonsControl(kind)])
+        board.input(.volumeButton(.down, .press))
+        #expect(kind == .ringer ? board.policy.ringerVolume.rawValue == 9 : board.policy.systemVolume.rawValue == 7)
+    }
+
+    @Test("at the end of the range a press changes nothing and says so")
+    func endOfRange() {
+        var board = PolicyHarness(persisted: PersistedVolumes(system: [.speaker: .maximum], ringer: .maximum))
+        board.send(.setVolume(.system, .maximum))
+        let decisions = board.input(.volumeButton(.up, .press))
+        #expect(decisions.map(\.rule) == [.r3])
+        #expect(decisions.allSatisfy { if case .note = $0.command { true } else { false } })
+    }
+}
+
+@Suite("R4 headphones-plugged")
+struct R4HeadphonesPlugged {
+    @Test("plugging routes to headphones with no pause, at the headphones' remembered volume")
+    func plug() {
+        var board = PolicyHarness(
+            persisted: PersistedVolumes(
+                system: [.speaker: VolumeStep(clamping: 10), .headphones: VolumeStep(clamping: 5)],
+                ringer: VolumeStep(clamping: 10)
+            )
+        )
+        board.activate(1, .music, .playback)
+        board.play(1)
+        let decisions = board.input(.headphones(.plugged, source: .alsaControl))
+        #expect(board.isPlaying(1))
+        #expect(!decisions.contains { if case .pause = $0.command { true } else { false } })
+        #expect(board.engine.route == .headphones)
+        #expect(
+            board.engine.notifications.contains(
+                .routeChanged(RouteChange(previous: .speaker, current: .headphones, reason: .newDeviceAvailable))
+            )
+        )
+        #expect(board.engine.busGains[.music] == VolumeCurve.default.gain(at: VolumeStep(clamping: 5)))
+        // The new route's volume is in force before the route switches: gain first, at once.
+        let gainIndex = decisions.firstIndex {
+            $0.command
+                == .setBusGain(
+                    .music,
+                    VolumeCurve.default.gain(at: VolumeStep(clamping: 5)),
+                    ramp: .zero
+                )
+        }
+        let routeIndex = decisions.firstIndex { $0.command == .selectRoute(.headphones) }
+        #expect(gainIndex != nil && routeIndex != nil && gainIndex! < routeIndex!)
+        #expect(decisions.filter { $0.command == .selectRoute(.headphones) }.map(\.rule) == [.r4])
+    }
+}
+
+@Suite("R5 headphones-unplugged")
+struct R5HeadphonesUnplugged {
+    @Test("unplugging pauses playback before the route moves, and only playback")
+    func unplug() {
+        var board = PolicyHarness()
+        board.input(.headphones(.plugged, source: .gpio))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .effect, .ambient)
+        board.play(2)
+        board.activate(3, .music, .playAndRecord, [.mixWithOthers])
+        board.play(3)
+        board.activate(4, .ringer, .playback, [.mixWithOthers])
+        board.play(4)
+        let decisions = board.input(.headphones(.unplugged, source: .gpio))
+        let pauses = decisions.filter { if case .pause = $0.command { true } else { false } }
+        #expect(pauses.map(\.command) == [.pause(SessionID(1)), .pause(SessionID(4))])
+        #expect(pauses.allSatisfy { $0.rule == .r5 })
+        let lastPause = decisions.lastIndex { if case .pause = $0.command { true } else { false } }!
+        let firstOther = decisions.firstIndex { if case .pause = $0.command { false } else { true } }!
+        #expect(lastPause < firstOther, "every pause comes before anything else")
+        #expect(board.isPlaying(2) && board.isPlaying(3))
+        #expect(board.engine.route == .speaker)
+        #expect(
+            board.engine.notifications.contains(
+                .routeChanged(RouteChange(previous: .headphones, current: .speaker, reason: .oldDeviceUnavailable))
+            )
+        )
+    }
+
+    @Test("the speaker's remembered volume returns; re-plugging does not resume")
+    func volumeAndReplug() {
+        var board = PolicyHarness()
+        board.send(.setVolume(.system, VolumeStep(clamping: 6)))
+        board.input(.headphones(.plugged, source: .evdev))
+        board.send(.setVolume(.system, VolumeStep(clamping: 12)))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.input(.headphones(.unplugged, source: .evdev))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 6))
+        #expect(board.engine.busGains[.music] == VolumeCurve.default.gain(at: VolumeStep(clamping: 6)))
+        board.input(.headphones(.plugged, source: .evdev))
+        #expect(!board.isPlaying(1))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 12))
+    }
+}
+
+@Suite("R6 non-mixable-interrupts")
+struct R6NonMixableInterrupts {
+    struct Case: Sendable, CustomStringConvertible {
+        var category: HushCore.Category
+        var options: CategoryOptions
+        var interrupts: Bool
+        var description: String { "\(category) \(options) interrupts: \(interrupts)" }
+    }
+
+    static let cases: [Case] = [
+        Case(category: .ambient, options: [], interrupts: false),
+        Case(category: .soloAmbient, options: [], interrupts: true),
+        Case(category: .playback, options: [], interrupts: true),
+        Case(category: .playback, options: [.mixWithOthers], interrupts: false),
+        Case(category: .playback, options: [.duckOthers], interrupts: false),
+        Case(category: .record, options: [], interrupts: true),
+        Case(category: .playAndRecord, options: [], interrupts: true),
+        Case(category: .playAndRecord, options: [.mixWithOthers], interrupts: false),
+    ]
+
+    @Test("activation interrupts other non-mixable sessions; mixable ones keep playing", arguments: cases)
+    func activation(c: Case) {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .effect, .ambient)
+        board.play(2)
+        board.activate(3, .music, .playback, [.mixWithOthers])
+        board.play(3)
+        let decisions = board.activate(4, .effect, c.category, c.options)
+        #expect(board.isPlaying(1) == !c.interrupts)
+        #expect(board.isPlaying(2) && board.isPlaying(3), "mixable sessions keep playing")
+        if c.interrupts {
+            #expect(
+                decisions.contains {
+                    $0.command == .notify(.interruptionBegan(SessionID(1), by: SessionID(4))) && $0.rule == .r6
+                }
+            )
+            #expect(decisions.contains { $0.command == .pause(SessionID(1)) && $0.rule == .r6 })
+            #expect(board.engine.interrupted == [SessionID(1)])
+        } else {
+            #expect(board.engine.interrupted.isEmpty)
+        }
+    }
+
+    @Test("an idle session is interrupted too, without a pause")
+    func idle() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        let decisions = board.activate(2, .music, .playback)
+        #expect(decisions.contains { $0.command == .notify(.interruptionBegan(SessionID(1), by: SessionID(2))) })
+        #expect(!decisions.contains { if case .pause = $0.command { true } else { false } })
+    }
+}
+
+@Suite("R7 duck-others")
+struct R7DuckOthers {
+    @Test("a duckOthers session lowers every other audible session by 14 dB, attack 100 ms, release 500 ms")
+    func duckAndRelease() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .effect, .ambient)
+        board.play(2)
+        board.activate(3, .ringer, .playback, [.mixWithOthers])
+        let on = board.activate(4, .effect, .playback, [.duckOthers])
+        #expect(board.isPlaying(1), "duckOthers mixes: it does not interrupt")
+        for id: UInt64 in [1, 2, 3] {
+            #expect(on.contains { $0.command == .setSessionGain(SessionID(id), duck, ramp: .milliseconds(100)) })
+        }
+        #expect(board.gain(4) == .unity, "the ducker is not ducked")
+        #expect(
+            on.filter { if case .setSessionGain = $0.command { true } else { false } }.allSatisfy { $0.rule == .r7 }
+        )
+        let off = board.deactivate(4, notifyOthers: false)
+        for id: UInt64 in [1, 2, 3] {
+            #expect(off.contains { $0.command == .setSessionGain(SessionID(id), .unity, ramp: .milliseconds(500)) })
+        }
+    }
+
+    @Test("a session activated during a duck starts ducked, at once")
+    func newcomerStartsDucked() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback, [.duckOthers])
+        let decisions = board.activate(2, .effect, .ambient)
+        #expect(decisions.contains { $0.command == .setSessionGain(SessionID(2), duck, ramp: .zero) })
+    }
+
+    @Test("the duck is undone when the ducking client vanishes")
+    func clientVanishes() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .effect, .playback, [.duckOthers], client: 7)
+        #expect(board.gain(1) == duck)
+        board.send(.clientGone(ClientID(7)))
+        #expect(board.gain(1) == .unity)
+    }
+
+    @Test("the duck depth and ramps are configurable")
+    func configurable() {
+        var configuration = PolicyConfiguration()
+        configuration.duckDepth = Gain(decibels: -20)
+        configuration.duckAttack = .milliseconds(40)
+        var board = PolicyHarness(configuration: configuration)
+        board.activate(1, .music, .playback)
+        let decisions = board.activate(2, .effect, .playback, [.duckOthers])
+        #expect(
+            decisions.contains {
+                $0.command == .setSessionGain(SessionID(1), Gain(decibels: -20), ramp: .milliseconds(40))
+            }
+        )
+    }
+}
+
+@Suite("R8 interruption-end")
+struct R8InterruptionEnd {
+    struct Case: Sendable, CustomStringConvertible {
+        var name: String
+        var bus: Bus
+        var category: HushCore.Category
+        var transient: Bool
+        var resumable: Bool
+        var description: String { name }
+    }
+
+    static let cases: [Case] = [
+        Case(name: "ringtone", bus: .ringer, category: .soloAmbient, transient: false, resumable: true),
+        Case(name: "alarm", bus: .ringer, category: .playback, transient: false, resumable: true),
+        Case(name: "call", bus: .music, category: .playAndRecord, transient: false, resumable: true),
+        Case(name: "transient prompt", bus: .effect, category: .playback, transient: true, resumable: true),
+        Case(name: "new music", bus: .music, category: .playback, transient: false, resumable: false),
+        Case(name: "game", bus: .effect, category: .soloAmbient, transient: false, resumable: false),
+        Case(name: "recorder", bus: .music, category: .record, transient: false, resumable: false),
+    ]
+
+    @Test("deactivation with notifyOthers ends the interruption with shouldResume = resumable", arguments: cases)
+    func withNotify(c: Case) {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, c.bus, c.category, transient: c.transient)
+        let decisions = board.deactivate(2, notifyOthers: true)
+        #expect(
+            decisions.contains {
+                $0.command == .notify(.interruptionEnded(SessionID(1), shouldResume: c.resumable)) && $0.rule == .r8
+            }
+        )
+        #expect(board.engine.interrupted.isEmpty)
+    }
+
+    @Test("without notifyOthers the interruption ends without shouldResume", arguments: cases)
+    func withoutNotify(c: Case) {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, c.bus, c.category, transient: c.transient)
+        let decisions = board.deactivate(2, notifyOthers: false)
+        #expect(decisions.contains { $0.command == .notify(.interruptionEnded(SessionID(1), shouldResume: false)) })
+        #expect(!board.isPlaying(1))
+    }
+
+    @Test("an interruption lasts until the last interrupter ends, and is resumable only if all were")
+    func severalInterrupters() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .ringer, .soloAmbient)
+        board.activate(3, .music, .playAndRecord)
+        let first = board.deactivate(2, notifyOthers: true)
+        #expect(
+            !first.contains {
+                if case .notify(.interruptionEnded(SessionID(1), _)) = $0.command { true } else { false }
+            }
+        )
+        let second = board.deactivate(3, notifyOthers: true)
+        #expect(second.contains { $0.command == .notify(.interruptionEnded(SessionID(1), shouldResume: true)) })
+        #expect(board.isPlaying(1))
+    }
+}
+
+@Suite("R9 resume-after-interruption")
+struct R9ResumeAfterInterruption {
+    struct Case: Sendable, CustomStringConvertible {
+        var category: HushCore.Category
+        var shouldResume: Bool
+        var resumes: Bool
+        var description: String { "\(category) shouldResume \(shouldResume) → resumes \(resumes)" }
+    }
+
+    static let cases: [Case] = [
+        Case(category: .soloAmbient, shouldResume: true, resumes: true),
+        Case(category: .soloAmbient, shouldResume: false, resumes: true),
+        Case(category: .playback, shouldResume: true, resumes: true),
+        Case(category: .playback, shouldResume: false, resumes: false),
+        Case(category: .record, shouldResume: true, resumes: false),
+        Case(category: .playAndRecord, shouldResume: true, resumes: false),
+    ]
+
+    @Test("who resumes on their own when an interruption ends", arguments: cases)
+    func resume(c: Case) {
+        var board = PolicyHarness()
+        board.activate(1, .music, c.category)
+        board.play(1)
+        board.activate(2, .ringer, .playback)
+        #expect(!board.isPlaying(1))
+        let decisions = board.deactivate(2, notifyOthers: c.shouldResume)
+        #expect(board.isPlaying(1) == c.resumes)
+        if c.resumes { #expect(decisions.contains { $0.command == .resume(SessionID(1)) && $0.rule == .r9 }) }
+    }
+
+    @Test("a session that was not playing when interrupted does not resume")
+    func notPlaying() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.pause(1)
+        board.activate(2, .ringer, .playback)
+        board.deactivate(2, notifyOthers: true)
+        #expect(!board.isPlaying(1))
+    }
+}
+
+@Suite("R10 client-gone")
+struct R10ClientGone {
+    @Test("a vanished client's sessions end as if deactivated with notifyOthers")
+    func gone() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .ringer, .soloAmbient, client: 9)
+        board.play(2)
+        board.activate(3, .effect, .ambient, [.duckOthers], client: 9)
+        #expect(board.gain(1) == duck)
+        let decisions = board.send(.clientGone(ClientID(9)))
+        #expect(decisions.contains { $0.command == .stop(SessionID(2)) && $0.rule == .r10 })
+        #expect(decisions.contains { $0.command == .notify(.interruptionEnded(SessionID(1), shouldResume: true)) })
+        #expect(board.isPlaying(1) && board.gain(1) == .unity)
+        #expect(board.policy.sessions.map(\.id) == [SessionID(1)])
+    }
+}
+
+@Suite("R11 media-keys")
+struct R11MediaKeys {
+    @Test("play/pause toggles the most recent playback session")
+    func toggle() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback, [.mixWithOthers])
+        board.play(1)
+        board.activate(2, .music, .playback, [.mixWithOthers])
+        board.play(2)
+        board.input(.mediaKey(.playPause))
+        #expect(!board.isPlaying(2) && board.isPlaying(1))
+        #expect(board.last.contains { $0.command == .pause(SessionID(2)) && $0.rule == .r11 })
+        board.input(.mediaKey(.playPause))
+        #expect(board.isPlaying(2))
+    }
+
+    @Test("a session paused by an unplug is resumed by the key")
+    func afterUnplug() {
+        var board = PolicyHarness()
+        board.input(.headphones(.plugged, source: .alsaControl))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.input(.headphones(.unplugged, source: .alsaControl))
+        board.input(.mediaKey(.play))
+        #expect(board.isPlaying(1))
+    }
+
+    @Test("with no playback session the key is ignored and halts nothing", arguments: MediaKey.allCases)
+    func ignored(key: MediaKey) {
+        var board = PolicyHarness()
+        board.activate(1, .effect, .ambient)
+        board.play(1)
+        board.activate(2, .music, .playAndRecord)
+        board.play(2)
+        board.activate(3, .music, .playback, [.mixWithOthers])
+        board.play(3)
+        board.send(.stop(SessionID(3)))
+        let decisions = board.input(.mediaKey(key))
+        #expect(decisions.map(\.rule) == [.r11])
+        #expect(decisions.allSatisfy { if case .note = $0.command { true } else { false } })
+        #expect(board.isPlaying(1) && board.isPlaying(2))
+    }
+
+    @Test("an interrupted session is not the key's target")
+    func notInterrupted() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.activate(2, .ringer, .soloAmbient)
+        board.play(2)
+        let decisions = board.input(.mediaKey(.playPause))
+        #expect(decisions.allSatisfy { if case .note = $0.command { true } else { false } })
+    }
+
+    @Test("next and previous go to the session's client", arguments: [MediaKey.next, .previous])
+    func remote(key: MediaKey) {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.input(.mediaKey(key))
+        #expect(board.engine.notifications.last == .remoteCommand(SessionID(1), key))
+        #expect(board.isPlaying(1))
+    }
+}
+
+@Suite("R12 start-up")
+struct R12StartUp {
+    @Test("volumes come from persisted state, capped at the start-up maximum")
+    func capped() {
+        var configuration = PolicyConfiguration()
+        configuration.startupMaximum = VolumeStep(clamping: 10)
+        let board = PolicyHarness(
+            configuration: configuration,
+            persisted: PersistedVolumes(
+                system: [.speaker: VolumeStep(clamping: 15), .headphones: VolumeStep(clamping: 4)],
+                ringer: VolumeStep(clamping: 16),
+                routeOverride: .headphones
+            )
+        )
+        #expect(board.policy.systemVolumes[.speaker] == VolumeStep(clamping: 10))
+        #expect(board.policy.systemVolumes[.headphones] == VolumeStep(clamping: 4))
+        #expect(board.policy.ringerVolume == VolumeStep(clamping: 10))
+        #expect(board.engine.route == .headphones, "the route override survives a restart")
+        #expect(board.engine.busGains[.music] == VolumeCurve.default.gain(at: VolumeStep(clamping: 4)))
+        #expect(board.engine.busGains[.ringer] == VolumeCurve.default.gain(at: VolumeStep(clamping: 10)))
+        #expect(board.last.allSatisfy { $0.rule == .r12 || $0.rule == .r3 })
+    }
+
+    @Test("without persisted state the defaults apply; an unknown remembered route is dropped")
+    func defaults() {
+        let board = PolicyHarness(
+            persisted: PersistedVolumes(
+                system: [:],
+                ringer: VolumeStep(clamping: 3),
+                routeOverride: Route("hdmi")
+            )
+        )
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 8))
+        #expect(board.policy.routeOverride == nil && board.engine.route == .speaker)
+    }
+}
+
+@Suite("R13 route-override")
+struct R13RouteOverride {
+    static func board() -> PolicyHarness {
+        var configuration = PolicyConfiguration()
+        configuration.routes = [.speaker, .headphones, Route("lineout")]
+        return PolicyHarness(configuration: configuration)
+    }
+
+    @Test("an override moves the route; plug does not move it; unplug still pauses; clearing goes back")
+    func override() {
+        var board = Self.board()
+        board.send(.setRouteOverride(Route("lineout")))
+        #expect(board.engine.route == Route("lineout"))
+        #expect(board.engine.persisted?.routeOverride == Route("lineout"))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        board.input(.headphones(.plugged, source: .alsaControl))
+        #expect(board.engine.route == Route("lineout") && board.isPlaying(1))
+        board.input(.headphones(.unplugged, source: .alsaControl))
+        #expect(board.engine.route == Route("lineout"))
+        #expect(!board.isPlaying(1), "R5 still pauses under an override")
+        board.input(.headphones(.plugged, source: .alsaControl))
+        let cleared = board.send(.setRouteOverride(nil))
+        #expect(board.engine.route == .headphones)
+        #expect(
+            cleared.contains {
+                $0.command
+                    == .notify(
+                        .routeChanged(
+                            RouteChange(
+                                previous: Route("lineout"),
+                                current: .headphones,
+                                reason: .override
+                            )
+                        )
+                    )
+            }
+        )
+    }
+
+    @Test("an unknown route is refused, naming the routes there are")
+    func unknown() {
+        var board = Self.board()
+        let decisions = board.send(.setRouteOverride(Route("hdmi")))
+        #expect(
+            board.engine.rejections.map(\.message) == [
+                "no route named 'hdmi'; routes are: speaker, headphones, lineout"
+            ]
+        )
+        #expect(decisions.map(\.rule) == [.r13])
+    }
+
+    @Test("each route keeps its own volume")
+    func perRouteVolume() {
+        var board = Self.board()
+        board.send(.setVolume(.system, VolumeStep(clamping: 3)))
+        board.send(.setRouteOverride(Route("lineout")))
+        board.send(.setVolume(.system, VolumeStep(clamping: 14)))
+        board.send(.setRouteOverride(nil))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 3))
+    }
+}
+
+@Suite("R14 secondary-audio-hint")
+struct R14SecondaryAudioHint {
+    @Test("the hint is on while non-mixable playback sounds")
+    func hint() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        #expect(board.engine.notifications.last == .secondaryAudioShouldBeSilenced(true))
+        board.pause(1)
+        #expect(board.engine.notifications.last == .secondaryAudioShouldBeSilenced(false))
+        board.activate(2, .music, .playback, [.mixWithOthers])
+        board.play(2)
+        #expect(board.engine.notifications.last == .secondaryAudioShouldBeSilenced(false))
+    }
+}
+
+@Suite("R15 session-requests")
+struct R15SessionRequests {
+    @Test("play, pause and stop are carried out")
+    func requests() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        #expect(board.play(1).contains { $0.command == .resume(SessionID(1)) && $0.rule == .r15 })
+        #expect(board.pause(1).contains { $0.command == .pause(SessionID(1)) })
+        #expect(board.send(.stop(SessionID(1))).contains { $0.command == .stop(SessionID(1)) })
+        #expect(!board.isPlaying(1))
+    }
+
+    @Test("requests naming an unknown session are refused; so is a second activation of the same id")
+    func refused() {
+        var board = PolicyHarness()
+        board.play(5)
+        #expect(board.engine.rejections.last?.code == .unknownSession)
+        board.activate(1, .music, .playback)
+        board.activate(1, .effect, .ambient)
+        #expect(board.engine.rejections.last?.code == .duplicateSession)
+        #expect(board.policy.session(SessionID(1))?.configuration.bus == .music)
+    }
+
+    @Test("deactivating a playing session stops it")
+    func deactivateStops() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        #expect(board.deactivate(1, notifyOthers: false).contains { $0.command == .stop(SessionID(1)) })
+        #expect(board.policy.sessions.isEmpty)
+    }
+}
