@@ -34,9 +34,18 @@ let package = Package(
         .target(name: "HushTesting", dependencies: ["HushCore", "HushPolicy"]),
 
         // MARK: Adapters: the only targets that import their C library.
-        .target(name: "HushALSA", dependencies: ["CALSA", "HushCore"]),
-        .target(name: "HushGPIO", dependencies: ["CGPIOD", "HushCore"]),
-        .target(name: "HushInput", dependencies: ["CEvdev", "HushCore"]),
+        .target(
+            name: "HushALSA",
+            dependencies: ["CALSA", "HushCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "HushGPIO",
+            dependencies: ["CGPIOD", "HushCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "HushInput",
+            dependencies: ["CEvdev", "HushCore", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(name: "HushAudioFile", dependencies: ["CSndfile", "CSamplerate", "HushCore"]),
 
         // MARK: Wiring and executables.
@@ -48,9 +57,26 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
+        // Runs inside the virtual board (board/virtual): the adapters against real kernel drivers.
+        .executableTarget(
+            name: "hush-vboard-check",
+            dependencies: [
+                "HushCore", "HushPolicy", "HushGPIO", "HushInput", "HushALSA",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
 
         // MARK: Tests.
         .testTarget(name: "HushCoreTests", dependencies: ["HushCore", "HushTesting"]),
+        .testTarget(
+            name: "HushGPIOTests",
+            dependencies: ["HushGPIO", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(name: "HushInputTests", dependencies: ["HushInput", "HushCore", "HushTesting"]),
+        .testTarget(
+            name: "HushALSATests",
+            dependencies: ["HushALSA", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
         .testTarget(
             name: "HushDaemonTests",

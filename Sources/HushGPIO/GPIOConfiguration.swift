@@ -1,0 +1,94 @@
+import HushCore
+
+/// Which line on a chip: by offset, or by the name the device tree gave it.
+public enum GPIOLineSelector: Hashable, Sendable, CustomStringConvertible {
+    case offset(UInt32)
+    case name(String)
+
+    public var description: String {
+        switch self {
+        case .offset(let offset): "line \(offset)"
+        case .name(let name): "line '\(name)'"
+        }
+    }
+}
+
+/// The pull resistor to ask for. Where the kernel or the pin controller cannot set it, the board needs an
+/// external resistor (see docs/wiring.md).
+public enum GPIOBias: String, Hashable, Sendable, CaseIterable {
+    case asIs = "as-is"
+    case disabled
+    case pullUp = "pull-up"
+    case pullDown = "pull-down"
+}
+
+/// What a GPIO input means to hush.
+public enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
+    /// Active = silent.
+    case silenceSwitch
+    /// Active = pressed.
+    case volumeButton(VolumeButton)
+    /// Active = pressed; reported on press.
+    case mediaKey(MediaKey)
+    /// Active = headphones plugged.
+    case headphoneSense
+
+    /// The input event for the line being `active`, or nil when that edge means nothing (a media key's release).
+    public func event(active: Bool) -> InputEvent? {
+        switch self {
+        case .silenceSwitch: .silenceSwitch(active ? .silent : .ring)
+        case .volumeButton(let button): .volumeButton(button, active ? .press : .release)
+        case .mediaKey(let key): active ? .mediaKey(key) : nil
+        case .headphoneSense: .headphones(active ? .plugged : .unplugged, source: .gpio)
+        }
+    }
+
+    /// Whether the line's position at start-up is reported (switches and jack), or not (buttons).
+    public var reportsInitialState: Bool {
+        switch self {
+        case .silenceSwitch, .headphoneSense: true
+        case .volumeButton, .mediaKey: false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .silenceSwitch: "silence switch"
+        case .volumeButton(let button): "\(button) button"
+        case .mediaKey(let key): "\(key) key"
+        case .headphoneSense: "headphone sense"
+        }
+    }
+}
+
+/// One GPIO input: where it is, how it is wired, what it means.
+public struct GPIOInputConfiguration: Hashable, Sendable {
+    /// The chip: a name ("gpiochip0"), number ("0"), path ("/dev/gpiochip0") or label ("pinctrl-bcm2711").
+    public var chip: String
+    public var line: GPIOLineSelector
+    public var role: GPIOInputRole
+    /// Active when the line is low (a switch to ground with a pull-up): the usual wiring on a Pi.
+    public var activeLow: Bool
+    public var bias: GPIOBias
+    public var debounce: Duration
+    /// The consumer name the kernel shows for the line (gpioinfo).
+    public var consumer: String
+
+    public init(
+        chip: String,
+        line: GPIOLineSelector,
+        role: GPIOInputRole,
+        activeLow: Bool = true,
+        bias: GPIOBias = .pullUp,
+        debounce: Duration = .milliseconds(10),
+        consumer: String = "hushd"
+    ) {
+        self.chip = chip
+        self.line = line
+        self.role = role
+        self.activeLow = activeLow
+        self.bias = bias
+        self.debounce = debounce
+        self.consumer = consumer
+    }
+}

@@ -1,0 +1,137 @@
+import HushCore
+import HushGPIO
+
+/// The gpio-sim chip the virtual board creates (board/virtual/guest-lib.sh), and a line on it driven from sysfs.
+let simChip = "hush-sim"
+
+struct SimLine {
+    let pullPath: String
+    let valuePath: String
+
+    init(_ name: String) throws {
+        let location = try GPIOLineLocation(chip: simChip, line: .name(name))
+        guard
+            let directory = globPaths("/sys/devices/platform/gpio-sim.*/\(location.chip)/sim_gpio\(location.offset)")
+                .first
+        else { throw CheckFailure("no sysfs directory for \(location) (is gpio-sim live?)") }
+        pullPath = directory + "/pull"
+        valuePath = directory + "/value"
+    }
+
+    /// Drives the simulated input: pull-down is "switch closed to ground", i.e. active for active-low wiring.
+    func set(active: Bool) throws { try writeFile(pullPath, active ? "pull-down" : "pull-up") }
+
+    var value: String? { readFile(valuePath) }
+}
+
+func input(_ name: String, _ role: GPIOInputRole, bias: GPIOBias = .asIs) throws -> GPIOInputLine {
+    try GPIOInputLine(
+        GPIOInputConfiguration(chip: simChip, line: .name(name), role: role, activeLow: true, bias: bias),
+        logger: logger
+    )
+}
+
+let gpioChecks: [Check] = [
+    Check(name: "gpio-initial-level") {
+        let sim = try SimLine("silence-switch")
+        for active in [true, false, true] {
+            try sim.set(active: active)
+            let line = try input("silence-switch", .silenceSwitch)
+            let state = try line.currentState(now: monotonicNow()).map(\.event)
+            try require(
+                state == [.silenceSwitch(active ? .silent : .ring)],
+                "switch \(active ? "closed" : "open") at start, adapter read \(state)"
+            )
+        }
+    },
+    Check(name: "gpio-bias-pull-up") {
+        let sim = try SimLine("headphone-sense")
+        try sim.set(active: true)
+        let line = try input("headphone-sense", .headphoneSense, bias: .pullUp)
+        try require(
+            try !line.isActive(),
+            "requesting pull-up should leave an open active-low line inactive; sim value \(sim.value ?? "?")"
+        )
+    },
+    Check(name: "gpio-one-event-per-flip") {
+        let sim = try SimLine("volume-up")
+        try sim.set(active: false)
+        let line = try input("volume-up", .volumeButton(.up))
+        for flip in 0..<10 {
+            try sim.set(active: flip % 2 == 0)
+            sleep(.milliseconds(30))
+        }
+        let events = try drain(line)
+        let expected: [InputEvent] = (0..<10).map { .volumeButton(.up, $0 % 2 == 0 ? .press : .release) }
+        try require(events.map(\.event) == expected, "10 flips gave: \(describe(events))")
+        let gaps = zip(events, events.dropFirst()).map { ($1.time - $0.time).milliseconds }
+        try require(
+            gaps.allSatisfy { $0 >= 15 && $0 <= 200 },
+            "kernel timestamps 30 ms apart expected, gaps \(gaps) ms"
+        )
+        let age = (monotonicNow() - events[0].time).milliseconds
+        try require(age >= 0 && age < 10_000, "timestamps are not CLOCK_MONOTONIC: first event \(age) ms ago")
+    },
+    Check(name: "gpio-bounce-train") {
+        let sim = try SimLine("volume-down")
+        try sim.set(active: false)
+        let line = try input("volume-down", .volumeButton(.down))
+        let start = monotonicNow()
+        for flip in 0...20 { try sim.set(active: flip % 2 == 0) }  // 20 bounces, settling pressed
+        let span = monotonicNow() - start
+        let events = try drain(line)
+        try require(span < .milliseconds(8), "the VM took \(span.milliseconds) ms for the bounce train (must be < 8)")
+        try require(
+            events.map(\.event) == [.volumeButton(.down, .press)],
+            "20 flips in \(span.milliseconds) ms gave: \(describe(events))"
+        )
+        print("  bounce train of 21 writes took \(span.nanoseconds / 1000) µs")
+    },
+    Check(name: "gpio-two-presses-50ms-apart") {
+        let sim = try SimLine("volume-up")
+        try sim.set(active: false)
+        let line = try input("volume-up", .volumeButton(.up))
+        for _ in 0..<2 {
+            try sim.set(active: true)
+            sleep(.milliseconds(20))
+            try sim.set(active: false)
+            sleep(.milliseconds(30))
+        }
+        let events = try drain(line)
+        let presses = events.filter { $0.event == .volumeButton(.up, .press) }
+        try require(presses.count == 2, "two presses gave: \(describe(events))")
+        let gap = (presses[1].time - presses[0].time).milliseconds
+        try require(gap >= 40 && gap <= 150, "presses \(gap) ms apart, expected about 50")
+    },
+    Check(name: "gpio-line-busy") {
+        let first = try input("headphone-sense", .headphoneSense)
+        do {
+            _ = try input("headphone-sense", .headphoneSense)
+            throw CheckFailure("the second request of a held line succeeded")
+        } catch let error as HardwareError {
+            try require(error.description.contains("line is busy (used by 'hushd')"), "message was: \(error)")
+            print("  \(error)")
+        }
+        _ = first
+    },
+    Check(name: "gpio-missing-line") {
+        do {
+            _ = try input("no-such-line", .silenceSwitch)
+            throw CheckFailure("a missing line was found")
+        } catch let error as HardwareError {
+            try require(
+                error.description.contains("no line has that name; named lines: silence-switch"),
+                "message was: \(error)"
+            )
+            print("  \(error)")
+        }
+    },
+    Check(name: "gpio-output-led") {
+        let sim = try SimLine("led")
+        let led = try GPIOOutputLine(chip: simChip, line: .name("led"))
+        try led.set(true)
+        try require(sim.value == "1", "LED on, gpio-sim value \(sim.value ?? "?")")
+        try led.set(false)
+        try require(sim.value == "0", "LED off, gpio-sim value \(sim.value ?? "?")")
+    },
+]

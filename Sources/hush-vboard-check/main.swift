@@ -1,0 +1,22 @@
+// hush-vboard-check: the hardware adapters against real kernel drivers, run inside the virtual board
+// (board/virtual). Each check drives the simulated hardware (gpio-sim through sysfs, uinput, ALSA user controls)
+// and verifies what hush's adapter reports.
+//
+// usage: hush-vboard-check [CHECK ...]   (no names: every check; `--list` prints them)
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == ["--list"] {
+    for check in allChecks { print(check.name) }
+    exit(0)
+}
+let selected = arguments.isEmpty ? allChecks : allChecks.filter { arguments.contains($0.name) }
+let unknown = arguments.filter { name in !allChecks.contains { $0.name == name } }
+guard unknown.isEmpty else {
+    print("unknown check(s): \(unknown.joined(separator: ", ")); --list shows them")
+    exit(64)
+}
+exit(runChecks(selected) ? 0 : 1)
