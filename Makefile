@@ -6,7 +6,7 @@ SWIFT ?= swift
 APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build run test lint format clean
+.PHONY: all deps build run test lint format clean vboard overlays
 
 all: build
 
@@ -28,10 +28,20 @@ build: deps
 run: build
 	$(SWIFT) run hushd
 
-## test: format check, every unit test.
-test: deps lint
+## test: format check, overlays, the virtual board (real kernel drivers in a VM), every unit test.
+test: deps lint overlays
 	$(SWIFT) build --build-tests
+	board/virtual/run-all.sh
 	$(SWIFT) test
+
+## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy).
+vboard: deps
+	$(SWIFT) build --product hush-vboard-check
+	board/virtual/run-all.sh
+
+## overlays: compile every device-tree overlay with dtc.
+overlays:
+	@if [ -x board/overlays/check.sh ]; then board/overlays/check.sh; fi
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests

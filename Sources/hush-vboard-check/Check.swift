@@ -63,14 +63,14 @@ func sleep(_ duration: Duration) {
     while nanosleep(&request, &left) == -1 && errno == EINTR { request = left }
 }
 
-/// Reads `source` until nothing has happened for `quiet` and no deadline is pending; returns every event.
+/// Reads `source` until nothing has happened for `quiet` and (with `waitForDeadlines`) no deadline is pending;
+/// returns every event.
 func drain(
     _ source: some InputSource,
     quiet: Duration = .milliseconds(60),
-    limit: Duration = .seconds(5)
-) throws
-    -> [TimedInputEvent]
-{
+    limit: Duration = .seconds(5),
+    waitForDeadlines: Bool = true
+) throws -> [TimedInputEvent] {
     var events: [TimedInputEvent] = []
     let start = monotonicNow()
     var lastActivity = start
@@ -87,7 +87,7 @@ func drain(
         let new = try source.readEvents(now: monotonicNow())
         if !new.isEmpty { lastActivity = monotonicNow() }
         events += new
-        if source.nextDeadline == nil && monotonicNow() - lastActivity >= quiet { break }
+        if (!waitForDeadlines || source.nextDeadline == nil) && monotonicNow() - lastActivity >= quiet { break }
     }
     return events
 }
