@@ -72,7 +72,10 @@ let package = Package(
             name: "HushGPIOTests",
             dependencies: ["HushGPIO", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "HushInputTests", dependencies: ["HushInput", "HushCore", "HushTesting"]),
+        .testTarget(
+            name: "HushInputTests",
+            dependencies: ["HushInput", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "HushALSATests",
             dependencies: ["HushALSA", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]

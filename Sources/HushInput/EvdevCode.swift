@@ -26,6 +26,13 @@ public struct EvdevCode: Hashable, Sendable, CustomStringConvertible {
         self.init(type: UInt32(type), code: UInt32(code))
     }
 
+    /// EV_KEY and EV_SW, for callers that do not import the C module.
+    public static let keyType = UInt32(EV_KEY)
+    public static let switchType = UInt32(EV_SW)
+
+    public static let play = EvdevCode(type: UInt32(EV_KEY), code: UInt32(KEY_PLAY))
+    public static let pause = EvdevCode(type: UInt32(EV_KEY), code: UInt32(KEY_PAUSE))
+    public static let muteDevice = EvdevCode(type: UInt32(EV_SW), code: UInt32(SW_MUTE_DEVICE))
     public static let volumeUp = EvdevCode(type: UInt32(EV_KEY), code: UInt32(KEY_VOLUMEUP))
     public static let volumeDown = EvdevCode(type: UInt32(EV_KEY), code: UInt32(KEY_VOLUMEDOWN))
     public static let mute = EvdevCode(type: UInt32(EV_KEY), code: UInt32(KEY_MUTE))
