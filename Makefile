@@ -41,7 +41,7 @@ vboard: deps
 
 ## overlays: compile every device-tree overlay with dtc.
 overlays:
-	@if [ -x board/overlays/check.sh ]; then board/overlays/check.sh; fi
+	board/overlays/check.sh
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
