@@ -6,7 +6,7 @@ SWIFT ?= swift
 APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build run test lint format clean vboard overlays
+.PHONY: all deps build run test lint format clean vboard boards
 
 all: build
 
@@ -29,7 +29,7 @@ run: build
 	$(SWIFT) run hushd
 
 ## test: format check, overlays, the virtual board (real kernel drivers in a VM), every unit test.
-test: deps lint overlays
+test: deps lint boards
 	$(SWIFT) build --build-tests
 	board/virtual/run-all.sh
 	$(SWIFT) test
@@ -39,9 +39,10 @@ vboard: deps
 	$(SWIFT) build --product hush-vboard-check
 	board/virtual/run-all.sh
 
-## overlays: compile every device-tree overlay with dtc.
-overlays:
+## boards: compile every device-tree overlay with dtc; check every board profile.
+boards:
 	board/overlays/check.sh
+	python3 board/profiles/check.py
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests

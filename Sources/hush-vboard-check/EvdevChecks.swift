@@ -130,6 +130,21 @@ let evdevChecks: [Check] = [
         let press = try drain(source).map(\.event)
         try require(press == [.volumeButton(.down, .press)], "events after reconnecting: \(press)")
     },
+    Check(name: "evdev-device-appears-late") {
+        // An optional device absent at start-up (a USB remote not yet plugged in) is opened when it appears.
+        let source = try EvdevInputSource(
+            EvdevInputConfiguration(device: .name(keysName), optional: true),
+            logger: logger
+        )
+        try require(source.openPath == nil, "nothing to open yet")
+        let keys = try UInputDevice(name: keysName, codes: keyCodes, switches: [.headphoneInsert: 1])
+        let found = try drain(source, quiet: .milliseconds(400)).map(\.event)
+        try require(source.openPath != nil, "the device that appeared was not opened")
+        try require(found == [.headphones(.plugged, source: .evdev)], "on appearing: \(found)")
+        try keys.key(.playPause, pressed: true)
+        let key = try drain(source).map(\.event)
+        try require(key == [.mediaKey(.playPause)], "events from the late device: \(key)")
+    },
     Check(name: "evdev-missing-device") {
         do {
             _ = try EvdevInputSource(EvdevInputConfiguration(device: .name("no-such-device")), logger: logger)
