@@ -18,7 +18,8 @@ let package = Package(
         .library(name: "HushTesting", targets: ["HushTesting"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0")
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
     ],
     targets: [
         // MARK: System libraries (Debian packages named in `providers`; the Makefile installs them).
@@ -48,12 +49,17 @@ let package = Package(
         ),
         .target(name: "HushAudioFile", dependencies: ["CSndfile", "CSamplerate", "HushCore"]),
 
+        // MARK: The real-time mixer: no C library, no allocation or locks on the render path.
+        // Always optimised, even in debug builds: generic code is specialised only then, and the compiler's
+        // @_noAllocation checks and the tests' timing both want the code that will really run.
+        .target(name: "HushMixer", dependencies: ["HushCore"], swiftSettings: [.unsafeFlags(["-O"])]),
+
         // MARK: Wiring and executables.
         .target(
             name: "HushDaemon",
             dependencies: [
-                "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile",
-                .product(name: "Logging", package: "swift-log"),
+                "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
+                .product(name: "Logging", package: "swift-log"), .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
         .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
@@ -80,6 +86,7 @@ let package = Package(
             name: "HushALSATests",
             dependencies: ["HushALSA", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
         ),
+        .testTarget(name: "HushMixerTests", dependencies: ["HushMixer", "HushCore", "HushTesting"]),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
         .testTarget(
             name: "HushDaemonTests",

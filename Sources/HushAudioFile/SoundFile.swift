@@ -1,0 +1,199 @@
+import CSamplerate
+import CSndfile
+import HushCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a sound file was refused: which file, and what is wrong with it.
+public struct SoundFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String { "cannot use sound file '\(path)': \(reason)" }
+}
+
+/// Reading and writing sound files with libsndfile (WAV in all its PCM and float forms, FLAC, Ogg/Vorbis, AIFF,
+/// and the rest libsndfile reads), converted to the mixer's rate with libsamplerate.
+public enum SoundFile {
+    /// Sample encodings for ``write(_:to:encoding:)``.
+    public enum Encoding: Sendable {
+        case pcm16, pcm24, pcm32, float32, flac16, vorbis
+
+        var format: Int32 {
+            switch self {
+            case .pcm16: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+            case .pcm24: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_24)
+            case .pcm32: Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_32)
+            case .float32: Int32(SF_FORMAT_WAV | SF_FORMAT_FLOAT)
+            case .flac16: Int32(SF_FORMAT_FLAC | SF_FORMAT_PCM_16)
+            case .vorbis: Int32(SF_FORMAT_OGG | SF_FORMAT_VORBIS)
+            }
+        }
+    }
+
+    /// The longest sound held in memory: ringtones and effects are short; longer music is streamed.
+    public static let defaultMaximumSeconds = 600.0
+
+    /// Decodes `path` into memory at `sampleRate` (converting the rate if needed), mono or stereo as the file is.
+    public static func load(
+        _ path: String,
+        sampleRate: Int,
+        maximumSeconds: Double = defaultMaximumSeconds
+    )
+        throws(SoundFileError) -> AudioBuffer
+    {
+        var info = SF_INFO()
+        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+            throw SoundFileError(path: path, reason: describeOpenFailure(path))
+        }
+        defer { sf_close(file) }
+        guard info.channels >= 1 else { throw SoundFileError(path: path, reason: "it declares no channels") }
+        guard info.channels <= 2 else {
+            throw SoundFileError(path: path, reason: "it has \(info.channels) channels; hush plays mono or stereo")
+        }
+        guard (1000...384_000).contains(info.samplerate) else {
+            throw SoundFileError(path: path, reason: "its sample rate, \(info.samplerate) Hz, is outside 1–384 kHz")
+        }
+        let declared = info.frames
+        let limit = Int64(maximumSeconds * Double(info.samplerate))
+        guard declared <= limit else {
+            throw SoundFileError(
+                path: path,
+                reason: "it lasts \(declared / Int64(info.samplerate)) s; sounds held in memory may last "
+                    + "\(Int(maximumSeconds)) s (stream longer music instead)"
+            )
+        }
+        let channels = Int(info.channels)
+        // The header may claim more frames than the file holds (a truncated download): read what is there.
+        var samples = [Float](repeating: 0, count: max(1, Int(declared)) * channels)
+        let read = samples.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, declared) }
+        if sf_error(file) != 0 {
+            throw SoundFileError(path: path, reason: "decoding failed: \(String(cString: sf_strerror(file)))")
+        }
+        guard read > 0 else { throw SoundFileError(path: path, reason: "it holds no audio") }
+        samples.removeLast(samples.count - Int(read) * channels)
+        if samples.contains(where: { !$0.isFinite }) {
+            throw SoundFileError(path: path, reason: "it contains samples that are not numbers (NaN or infinity)")
+        }
+        guard Int(info.samplerate) != sampleRate else {
+            return AudioBuffer(interleaved: samples, channels: channels, sampleRate: sampleRate)
+        }
+        return try resample(samples, channels: channels, from: Int(info.samplerate), to: sampleRate, path: path)
+    }
+
+    /// Converts interleaved `samples` from one rate to another with libsamplerate's best sinc converter.
+    static func resample(
+        _ samples: [Float],
+        channels: Int,
+        from source: Int,
+        to target: Int,
+        path: String
+    )
+        throws(SoundFileError) -> AudioBuffer
+    {
+        let ratio = Double(target) / Double(source)
+        let inputFrames = samples.count / channels
+        let outputFrames = Int((Double(inputFrames) * ratio).rounded(.up)) + 16
+        var output = [Float](repeating: 0, count: outputFrames * channels)
+        var data = SRC_DATA()
+        let result = samples.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { out in
+                data.data_in = input.baseAddress
+                data.input_frames = inputFrames
+                data.data_out = out.baseAddress
+                data.output_frames = outputFrames
+                data.src_ratio = ratio
+                data.end_of_input = 1
+                return src_simple(&data, Int32(SRC_SINC_BEST_QUALITY), Int32(channels))
+            }
+        }
+        guard result == 0 else {
+            throw SoundFileError(
+                path: path,
+                reason: "converting \(source) Hz to \(target) Hz failed: \(String(cString: src_strerror(result)))"
+            )
+        }
+        output.removeLast(output.count - data.output_frames_gen * channels)
+        return AudioBuffer(interleaved: output, channels: channels, sampleRate: target)
+    }
+
+    /// Writes `buffer` to `path` (the encoding picks the container: WAV, FLAC or Ogg/Vorbis).
+    public static func write(
+        _ buffer: AudioBuffer,
+        to path: String,
+        encoding: Encoding = .pcm16
+    )
+        throws(SoundFileError)
+    {
+        var info = SF_INFO()
+        info.samplerate = Int32(buffer.sampleRate)
+        info.channels = Int32(buffer.channels)
+        info.format = encoding.format
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError(path: path, reason: "cannot create it: \(String(cString: sf_strerror(nil)))")
+        }
+        // Clip rather than wrap: float sources beyond full scale become full scale.
+        _ = sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        let written = sf_writef_float(file, buffer.samples, sf_count_t(buffer.frameCount))
+        let error = sf_error(file)
+        sf_close(file)
+        guard written == buffer.frameCount, error == 0 else {
+            throw SoundFileError(path: path, reason: "writing failed after \(written) frames")
+        }
+    }
+
+    static func describeOpenFailure(_ path: String) -> String {
+        if access(path, F_OK) != 0 { return "no such file" }
+        if access(path, R_OK) != 0 { return "permission denied" }
+        let text = String(cString: sf_strerror(nil))
+        return "not a sound file libsndfile can read (\(text))"
+    }
+}
+
+extension SoundFile {
+    /// Writes interleaved 16-bit samples as they are (no conversion) to a WAV file.
+    public static func writePCM16(
+        _ samples: [Int16],
+        channels: Int,
+        sampleRate: Int,
+        to path: String
+    )
+        throws(SoundFileError)
+    {
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = Int32(channels)
+        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError(path: path, reason: "cannot create it: \(String(cString: sf_strerror(nil)))")
+        }
+        let frames = samples.count / channels
+        let written = samples.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) }
+        sf_close(file)
+        guard written == frames else {
+            throw SoundFileError(path: path, reason: "writing failed after \(written) frames")
+        }
+    }
+
+    /// Reads a file's samples as 16-bit integers without any conversion of rate (for checking rendered output).
+    public static func readPCM16(
+        _ path: String
+    ) throws(SoundFileError) -> (samples: [Int16], channels: Int, sampleRate: Int) {
+        var info = SF_INFO()
+        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+            throw SoundFileError(path: path, reason: describeOpenFailure(path))
+        }
+        defer { sf_close(file) }
+        var samples = [Int16](repeating: 0, count: Int(info.frames) * Int(info.channels))
+        let read = samples.withUnsafeMutableBufferPointer { sf_readf_short(file, $0.baseAddress, info.frames) }
+        samples.removeLast(samples.count - Int(read) * Int(info.channels))
+        return (samples, Int(info.channels), Int(info.samplerate))
+    }
+}

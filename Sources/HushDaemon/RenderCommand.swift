@@ -1,0 +1,104 @@
+import Foundation
+import HushCore
+
+/// `hushd render`: a scenario through the real policy and mixer into a WAV file.
+enum RenderCommand {
+    static let usage = """
+        usage: hushd render --scenario FILE --out OUT.wav [--board PROFILE] [--events EVENTS.jsonl]
+                            [--rate HZ] [--channels 1|2] [--period FRAMES]
+
+        Runs the policy and the mixer over a scenario (docs/render.md) on a manual clock and writes the mixed
+        output as 16-bit WAV; --events writes every decision with its rule and reason as JSON lines.
+        --board takes the rate, channels and period from a board profile (board/profiles/NAME.toml).
+        The same inputs always give the same bytes.
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--"),
+                [
+                    "--scenario", "--out", "--board", "--events", "--rate", "--channels",
+                    "--period",
+                ].contains(argument)
+            else {
+                if argument == "--help" || argument == "-h" {
+                    print(usage)
+                    return 0
+                }
+                FileHandleOutput.standardError("hushd render: unknown argument '\(argument)'\n\(usage)")
+                return 64
+            }
+            guard index + 1 < arguments.count else {
+                FileHandleOutput.standardError("hushd render: \(argument) needs a value")
+                return 64
+            }
+            options[argument] = arguments[index + 1]
+            index += 2
+        }
+        guard let scenarioPath = options["--scenario"], let out = options["--out"] else {
+            FileHandleOutput.standardError("hushd render: --scenario and --out are required\n\(usage)")
+            return 64
+        }
+        do {
+            var output = BoardOutput(name: "default")
+            if let board = options["--board"] { output = try BoardOutput.load(board) }
+            if let rate = options["--rate"] {
+                guard let value = Int(rate), (8000...384_000).contains(value) else {
+                    throw CommandError("--rate must be a rate in Hz between 8000 and 384000, not '\(rate)'")
+                }
+                output.sampleRate = value
+            }
+            if let channels = options["--channels"] {
+                guard let value = Int(channels), value == 1 || value == 2 else {
+                    throw CommandError("--channels must be 1 or 2, not '\(channels)'")
+                }
+                output.channels = value
+            }
+            if let period = options["--period"] {
+                guard let value = Int(period), (16...8192).contains(value) else {
+                    throw CommandError("--period must be between 16 and 8192 frames, not '\(period)'")
+                }
+                output.periodFrames = value
+            }
+            let text: String
+            do {
+                text = try String(contentsOfFile: scenarioPath, encoding: .utf8)
+            } catch {
+                throw CommandError("cannot read scenario '\(scenarioPath)': \(error.localizedDescription)")
+            }
+            let scenario = try Scenario.parse(text, file: scenarioPath)
+            let renderer = ScenarioRenderer(
+                scenario: scenario,
+                sampleRate: output.sampleRate,
+                channels: output.channels,
+                periodFrames: output.periodFrames
+            )
+            try renderer.render(to: out)
+            if let events = options["--events"] {
+                do {
+                    try renderer.eventLines().write(toFile: events, atomically: true, encoding: .utf8)
+                } catch {
+                    throw CommandError("cannot write events to '\(events)': \(error.localizedDescription)")
+                }
+            }
+            let seconds = Double(scenario.end.nanoseconds) / 1e9
+            print(
+                "rendered \(String(format: "%.3f", seconds)) s at \(output.sampleRate) Hz, \(output.channels) ch, "
+                    + "\(output.periodFrames)-frame periods to \(out) (\(renderer.decisions.count) decisions)"
+            )
+            return 0
+        } catch {
+            FileHandleOutput.standardError("hushd render: \(error)")
+            return 1
+        }
+    }
+}
+
+/// A command-line error with its message.
+struct CommandError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import HushAudioFile
+import HushCore
+import HushMixer
+import HushPolicy
+
+/// Runs the real policy and the real mixer over a scenario, offline, on a manual clock: `hushd render`.
+///
+/// Time advances one period at a time. Events due by the start of a period are handed to the policy (at their
+/// own time), its decisions go to the mixer, and the period is rendered — as in the daemon, where commands reach
+/// the audio thread at the next period. Same scenario, same bytes out.
+public final class ScenarioRenderer {
+    /// One decision, with when it was made, for `--events`.
+    public struct LoggedDecision: Codable, Equatable, Sendable {
+        public var time: Double
+        public var rule: String
+        public var title: String
+        public var command: String
+        public var reason: String
+    }
+
+    /// Why a render failed: the scenario, a sound, or the output.
+    public struct RenderError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public let scenario: Scenario
+    public let format: MixerFormat
+    public let periodFrames: Int
+    public let sampleFormat: SampleFormat
+    public private(set) var decisions: [LoggedDecision] = []
+
+    private var policy: AudioPolicy
+    private let engine: MixerEngine
+    private let controller: MixerController
+    private var sounds: [Scenario.Sound: AudioBuffer] = [:]
+
+    public init(
+        scenario: Scenario,
+        configuration: PolicyConfiguration = PolicyConfiguration(),
+        sampleRate: Int = 48000,
+        channels: Int = 2,
+        periodFrames: Int = 64
+    ) {
+        self.scenario = scenario
+        self.periodFrames = periodFrames
+        format = MixerFormat(sampleRate: sampleRate, channels: channels, maxFrames: periodFrames)
+        sampleFormat = .s16LE
+        policy = AudioPolicy(configuration: configuration, persisted: nil)
+        engine = MixerEngine(format: format)
+        controller = MixerController(engine: engine)
+    }
+
+    /// Renders the whole scenario; returns the interleaved 16-bit output.
+    public func render() throws(RenderError) -> [Int16] {
+        let rate = Int64(format.sampleRate)
+        let totalFrames = Int(scenario.end.nanoseconds * rate / 1_000_000_000)
+        var output = [Int16](repeating: 0, count: totalFrames * format.channels)
+        apply(policy.start(at: .zero), at: .zero)
+        var next = 0
+        var frame = 0
+        while frame < totalFrames {
+            let now = Instant(nanoseconds: Int64(frame) * 1_000_000_000 / rate)
+            while next < scenario.steps.count && scenario.steps[next].time <= now {
+                try perform(scenario.steps[next])
+                next += 1
+            }
+            while let deadline = policy.nextDeadline, deadline <= now {
+                apply(policy.handle(.timePassed, at: deadline), at: deadline)
+            }
+            for session in controller.poll() {
+                apply(policy.handle(.finished(session), at: now), at: now)
+            }
+            let frames = min(periodFrames, totalFrames - frame)
+            output.withUnsafeMutableBufferPointer { buffer in
+                engine.render(
+                    frames: frames,
+                    into: UnsafeMutableRawPointer(buffer.baseAddress! + frame * format.channels),
+                    sampleFormat: sampleFormat
+                )
+            }
+            frame += frames
+        }
+        return output
+    }
+
+    /// Renders and writes a 16-bit WAV file.
+    public func render(to path: String) throws(RenderError) {
+        let samples = try render()
+        do {
+            try SoundFile.writePCM16(samples, channels: format.channels, sampleRate: format.sampleRate, to: path)
+        } catch {
+            throw RenderError(description: error.description)
+        }
+    }
+
+    /// The decisions as JSON lines.
+    public func eventLines() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return decisions.map { String(decoding: (try? encoder.encode($0)) ?? Data(), as: UTF8.self) + "\n" }
+            .joined()
+    }
+
+    private func perform(_ step: Scenario.Step) throws(RenderError) {
+        let time = step.time
+        switch step.command {
+        case .event(let event):
+            apply(policy.handle(event, at: time), at: time)
+            if case .activate(let id, _, let configuration) = event, let sound = step.sound,
+                policy.session(id) != nil
+            {
+                let buffer = try load(sound, line: step.line)
+                do {
+                    try controller.attach(id, bus: configuration.bus, buffer: buffer, loop: step.loop)
+                } catch {
+                    throw RenderError(description: "line \(step.line): \(error.description)")
+                }
+            }
+        case .tap(let button):
+            apply(policy.handle(.input(.volumeButton(button, .press)), at: time), at: time)
+            apply(policy.handle(.input(.volumeButton(button, .release)), at: time), at: time)
+        case .releaseHeld:
+            if let button = policy.heldButton {
+                apply(policy.handle(.input(.volumeButton(button, .release)), at: time), at: time)
+            }
+        case .wait, .status, .help, .quit:
+            break
+        }
+        for session in controller.attachedSessions where policy.session(session) == nil {
+            controller.detach(session)
+        }
+    }
+
+    private func apply(_ made: [Decision], at time: Instant) {
+        for decision in made {
+            controller.apply(decision.command)
+            decisions.append(
+                LoggedDecision(
+                    time: Double(time.nanoseconds) / 1e9,
+                    rule: decision.rule.rawValue,
+                    title: decision.rule.title,
+                    command: decision.command.description,
+                    reason: decision.reason
+                )
+            )
+        }
+    }
+
+    private func load(_ sound: Scenario.Sound, line: Int) throws(RenderError) -> AudioBuffer {
+        if let cached = sounds[sound] { return cached }
+        let buffer: AudioBuffer
+        switch sound {
+        case .tone(let frequency):
+            buffer = ToneGenerator.sine(
+                frequency: frequency,
+                amplitude: 0.5,
+                seconds: 1,
+                sampleRate: format.sampleRate,
+                loopable: true
+            )
+        case .file(let path):
+            do {
+                buffer = try SoundFile.load(path, sampleRate: format.sampleRate)
+            } catch {
+                throw RenderError(description: "line \(line): \(error.description)")
+            }
+        }
+        sounds[sound] = buffer
+        return buffer
+    }
+}

@@ -1,0 +1,251 @@
+import HushCore
+
+/// The mixer's output shape: rate, channels (1 or 2) and the largest period it will be asked for.
+public struct MixerFormat: Hashable, Sendable {
+    public var sampleRate: Int
+    public var channels: Int
+    public var maxFrames: Int
+
+    public init(sampleRate: Int = 48000, channels: Int = 2, maxFrames: Int = 4096) {
+        precondition(channels == 1 || channels == 2, "the mixer renders mono or stereo")
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.maxFrames = maxFrames
+    }
+
+    /// `duration` in frames at this rate.
+    public func frames(_ duration: Duration) -> Int32 {
+        Int32(clamping: duration.nanoseconds * Int64(sampleRate) / 1_000_000_000)
+    }
+}
+
+/// The real-time mixer: voices on three buses, each voice and bus gain ramped per frame, a soft limiter, and the
+/// device's sample format. Everything it needs is allocated in `init`; `render` neither allocates, locks, logs
+/// nor does I/O.
+///
+/// - Important: `render` is called from one thread only (the audio thread, or `hushd render`'s loop). Commands
+///   arrive through `commands` (pushed by the control side), reports leave through `telemetry`.
+public final class MixerEngine: @unchecked Sendable {
+    public let format: MixerFormat
+    public let voiceCount: Int
+    /// The control side pushes here; `render` pops.
+    public let commands: SPSCRing<MixerCommand>
+    /// `render` pushes here; the control side pops.
+    public let telemetry: SPSCRing<MixerTelemetry>
+    /// Reports that did not fit in the telemetry ring (the control side fell behind).
+    public private(set) var lostReports = 0
+    /// Frames rendered since start.
+    public private(set) var framesRendered: Int64 = 0
+
+    private let voices: UnsafeMutablePointer<Voice>
+    private let busGains: UnsafeMutablePointer<Ramp>
+    private let busBuffers: UnsafeMutablePointer<Float>
+    private let mixBuffer: UnsafeMutablePointer<Float>
+    private let peaks: UnsafeMutablePointer<Float>
+    private let peakInterval: Int
+    private var framesSincePeaks = 0
+
+    public init(format: MixerFormat, voiceCount: Int = 32, commandCapacity: Int = 1024) {
+        self.format = format
+        self.voiceCount = voiceCount
+        commands = SPSCRing(capacity: commandCapacity)
+        telemetry = SPSCRing(capacity: commandCapacity)
+        voices = .allocate(capacity: voiceCount)
+        voices.initialize(repeating: Voice(), count: voiceCount)
+        busGains = .allocate(capacity: 3)
+        busGains.initialize(repeating: Ramp(1), count: 3)
+        let samples = format.maxFrames * format.channels
+        busBuffers = .allocate(capacity: 3 * samples)
+        busBuffers.initialize(repeating: 0, count: 3 * samples)
+        mixBuffer = .allocate(capacity: samples)
+        mixBuffer.initialize(repeating: 0, count: samples)
+        peaks = .allocate(capacity: 3)
+        peaks.initialize(repeating: 0, count: 3)
+        peakInterval = format.sampleRate / 10
+    }
+
+    deinit {
+        commands.deallocate()
+        telemetry.deallocate()
+        voices.deallocate()
+        busGains.deallocate()
+        busBuffers.deallocate()
+        mixBuffer.deallocate()
+        peaks.deallocate()
+    }
+
+    /// Renders `frames` frames (at most `format.maxFrames`) into `output` in `sampleFormat`, interleaved.
+    ///
+    /// - Important: real-time safe. It is not annotated `@_noAllocation` itself because the compiler cannot see
+    ///   through the generic ring in debug builds or prove the engine's lifetime in release builds; its leaves
+    ///   (`SampleConversion`, `Ramp`, `Voice`) carry the annotations, and the malloc-counting benchmark
+    ///   (`make bench`) proves the whole path allocates nothing.
+    public func render(frames: Int, into output: UnsafeMutableRawPointer, sampleFormat: SampleFormat) {
+        let frames = min(frames, format.maxFrames)
+        let channels = format.channels
+        let samples = frames * channels
+        applyCommands()
+        busBuffers.update(repeating: 0, count: 3 * format.maxFrames * channels)
+        for index in 0..<voiceCount where voices[index].isRendering {
+            mix(voice: index, frames: frames)
+        }
+        mixBuffer.update(repeating: 0, count: samples)
+        for bus in 0..<3 {
+            let buffer = busBuffers + bus * format.maxFrames * channels
+            var peak = peaks[bus]
+            for frame in 0..<frames {
+                let gain = busGains[bus].next()
+                for channel in 0..<channels {
+                    let sample = buffer[frame * channels + channel] * gain
+                    mixBuffer[frame * channels + channel] += sample
+                    peak = max(peak, abs(sample))
+                }
+            }
+            peaks[bus] = peak
+        }
+        for i in 0..<samples { mixBuffer[i] = SampleConversion.limit(mixBuffer[i]) }
+        SampleConversion.write(mixBuffer, count: samples, to: output, format: sampleFormat)
+        framesRendered += Int64(frames)
+        framesSincePeaks += frames
+        if framesSincePeaks >= peakInterval {
+            framesSincePeaks = 0
+            report(.peaks(effect: peaks[0], music: peaks[1], ringer: peaks[2]))
+            peaks.update(repeating: 0, count: 3)
+        }
+    }
+
+    @inline(__always)
+    private func report(_ message: MixerTelemetry) {
+        if !telemetry.push(message) { lostReports += 1 }
+    }
+
+    private func applyCommands() {
+        while let command = commands.pop() {
+            switch command {
+            case .attach(let voice, let bus, let source, let loop, let gain):
+                guard let v = slot(voice) else { continue }
+                v.pointee = Voice()
+                v.pointee.active = true
+                v.pointee.bus = Int(max(0, min(2, bus)))
+                v.pointee.source = source
+                v.pointee.loop = loop
+                v.pointee.gain = Ramp(gain)
+            case .setVoiceGain(let voice, let gain, let rampFrames):
+                slot(voice)?.pointee.gain.move(to: gain, frames: rampFrames)
+            case .setBusGain(let bus, let gain, let rampFrames):
+                guard (0..<3).contains(bus) else { continue }
+                busGains[Int(bus)].move(to: gain, frames: rampFrames)
+            case .play(let voice, let fadeFrames):
+                guard let v = slot(voice), v.pointee.active else { continue }
+                if !v.pointee.isRendering { v.pointee.fade = Ramp(0) }
+                v.pointee.playing = true
+                v.pointee.afterFade = .keepPlaying
+                v.pointee.fade.move(to: 1, frames: fadeFrames)
+            case .pause(let voice, let fadeFrames):
+                guard let v = slot(voice), v.pointee.isRendering else { continue }
+                v.pointee.afterFade = .pause
+                v.pointee.fade.move(to: 0, frames: fadeFrames)
+                if fadeFrames <= 0 { v.pointee.settleFade() }
+            case .stop(let voice, let fadeFrames):
+                guard let v = slot(voice), v.pointee.active else { continue }
+                if v.pointee.isRendering {
+                    v.pointee.afterFade = .rewind
+                    v.pointee.fade.move(to: 0, frames: fadeFrames)
+                    if fadeFrames <= 0 { v.pointee.settleFade() }
+                } else {
+                    v.pointee.position = 0
+                }
+            case .release(let voice):
+                guard let v = slot(voice) else { continue }
+                v.pointee = Voice()
+                report(.released(voice: voice))
+            }
+        }
+    }
+
+    @inline(__always)
+    private func slot(_ voice: Int32) -> UnsafeMutablePointer<Voice>? {
+        guard voice >= 0 && Int(voice) < voiceCount else { return nil }
+        return voices + Int(voice)
+    }
+
+    /// Adds one voice's frames, times its gain and fade, into its bus buffer.
+    private func mix(voice index: Int, frames: Int) {
+        let v = voices + index
+        guard let source = v.pointee.source, source.frameCount > 0 else {
+            v.pointee.playing = false
+            return
+        }
+        let channels = format.channels
+        let bus = busBuffers + v.pointee.bus * format.maxFrames * channels
+        var done = 0
+        while done < frames && v.pointee.isRendering {
+            let chunk = min(frames - done, source.frameCount - v.pointee.position)
+            let input = source.samples + v.pointee.position * source.channels
+            let out = bus + done * channels
+            switch (source.channels, channels) {
+            case (1, 1):
+                for f in 0..<chunk { out[f] += input[f] * v.pointee.nextGain() }
+            case (1, _):
+                for f in 0..<chunk {
+                    let s = input[f] * v.pointee.nextGain()
+                    out[2 * f] += s
+                    out[2 * f + 1] += s
+                }
+            case (2, 1):
+                for f in 0..<chunk { out[f] += 0.5 * (input[2 * f] + input[2 * f + 1]) * v.pointee.nextGain() }
+            default:
+                let stride = source.channels
+                for f in 0..<chunk {
+                    let g = v.pointee.nextGain()
+                    out[2 * f] += input[stride * f] * g
+                    out[2 * f + 1] += input[stride * f + 1] * g
+                }
+            }
+            done += chunk
+            v.pointee.position += chunk
+            if v.pointee.fade.remaining == 0 && v.pointee.afterFade != .keepPlaying { v.pointee.settleFade() }
+            if v.pointee.position >= source.frameCount {
+                v.pointee.position = 0
+                if !v.pointee.loop {
+                    v.pointee.playing = false
+                    v.pointee.afterFade = .keepPlaying
+                    report(.finished(voice: Int32(index)))
+                }
+            }
+        }
+    }
+}
+
+/// One voice slot.
+struct Voice: BitwiseCopyable {
+    enum AfterFade: BitwiseCopyable { case keepPlaying, pause, rewind }
+
+    var active = false
+    var playing = false
+    var afterFade = AfterFade.keepPlaying
+    var bus = 0
+    var source: VoiceSource?
+    var loop = false
+    var position = 0
+    var gain = Ramp(1)
+    var fade = Ramp(0)
+
+    var isRendering: Bool { active && playing }
+
+    @inline(__always)
+    mutating func nextGain() -> Float { gain.next() * fade.next() }
+
+    /// A fade to silence has ended: hold (pause) or go back to the start (stop).
+    @inline(__always)
+    mutating func settleFade() {
+        switch afterFade {
+        case .keepPlaying: return
+        case .pause: playing = false
+        case .rewind:
+            playing = false
+            position = 0
+        }
+        afterFade = .keepPlaying
+    }
+}
