@@ -86,6 +86,7 @@ let package = Package(
             name: "HushALSATests",
             dependencies: ["HushALSA", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
         ),
+        .testTarget(name: "HushAudioFileTests", dependencies: ["HushAudioFile", "HushCore", "HushTesting"]),
         .testTarget(name: "HushMixerTests", dependencies: ["HushMixer", "HushCore", "HushTesting"]),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
         .testTarget(

@@ -1,32 +1,63 @@
 #!/bin/busybox sh
-# /init of the virtual board: bring up the simulated hardware, run the scenario, report, power off.
-# The result line HUSH-VBOARD-RESULT is what the host looks for; without it the run counts as failed.
+# /init of the virtual board (PID 1 in the guest): mount the usual file systems, bring up the simulated
+# hardware, run the scenario, print the result line, power off.
+#
+# The host (run.sh) believes only a line
+#     HUSH-VBOARD-RESULT: PASS [run NONCE]      or      HUSH-VBOARD-RESULT: FAIL <reason> [run NONCE]
+# whose NONCE is the one it wrote into this initramfs for this run. This script reads the nonce and deletes
+# the file before the scenario starts, so nothing the scenario or a payload prints can pass for a result.
+# No result line (a crash, a hang, a kernel panic) is a failure on the host.
+
 /bin/busybox --install -s /bin
-export PATH=/bin:/sbin:/payload
+export PATH=/payload:/usr/local/bin:/usr/bin:/bin:/sbin
+export HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-mkdir -p /dev/pts /tmp /run
+mkdir -p /dev/pts /dev/shm /tmp /run /root
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
 
-. /guest-lib.sh
+. /vboard/config # scenario, timeout (seconds), nonce
+rm -f /vboard/config
+export VBOARD_SCENARIO="$scenario"
 
 result() {
-    echo "HUSH-VBOARD-RESULT: $*"
+    # Keep kernel messages from splitting the result line on the serial port.
+    echo 1 >/proc/sys/kernel/printk
+    echo "HUSH-VBOARD-RESULT: $* [run $nonce]"
     sync
     poweroff -f
-    sleep 5
+    sleep 10
 }
 
-echo "virtual board: kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU(s)"
+echo "virtual board: kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU(s), $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MB"
+
+. /guest-lib.sh
 if ! vboard_bring_up; then
-    result "FAIL the simulated hardware did not come up"
+    result "FAIL the simulated hardware did not come up (see the messages above)"
 fi
-echo "virtual board: hardware up after $(cut -d' ' -f1 /proc/uptime) s"
-scenario=$(cat /scenario-name)
+echo "virtual board: hardware up $(cut -d' ' -f1 /proc/uptime) s after the kernel started"
+
+# A watchdog in the guest: reports a hanging scenario with its process list before the host's own timeout.
+(
+    sleep "$timeout"
+    echo "virtual board: scenario '$scenario' still running after $timeout s; processes:"
+    ps
+    result "FAIL scenario '$scenario' timed out after $timeout s"
+) &
+watchdog=$!
+
 echo "virtual board: running scenario '$scenario'"
-if sh -e /scenario.sh; then
+cd /tmp
+sh -e /scenario.sh
+status=$?
+kill "$watchdog" 2>/dev/null
+cd /
+if [ $status -eq 0 ]; then
     result "PASS"
 else
-    result "FAIL scenario '$scenario' exited with status $?"
+    result "FAIL scenario '$scenario' exited with status $status"
 fi

@@ -1,0 +1,151 @@
+import Foundation
+import HushAudioFile
+import HushCore
+import HushTesting
+import Testing
+
+/// A scratch directory for one test.
+func scratch(_ name: String) -> String {
+    let path = NSTemporaryDirectory() + "hush-soundfile-\(name)-\(getpid())"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func sine(_ hz: Double, seconds: Double, rate: Int, channels: Int = 1, amplitude: Float = 0.5) -> AudioBuffer {
+    let frames = Int(seconds * Double(rate))
+    var samples: [Float] = []
+    samples.reserveCapacity(frames * channels)
+    for n in 0..<frames {
+        let value = amplitude * Float(sin(2 * Double.pi * hz * Double(n) / Double(rate)))
+        for _ in 0..<channels { samples.append(value) }
+    }
+    return AudioBuffer(interleaved: samples, channels: channels, sampleRate: rate)
+}
+
+@Suite("Sound files: decoding")
+struct DecodingTests {
+    static let encodings: [(String, SoundFile.Encoding, String)] = [
+        ("WAV 16-bit", .pcm16, "wav"), ("WAV 24-bit", .pcm24, "wav"), ("WAV 32-bit", .pcm32, "wav"),
+        ("WAV float", .float32, "wav"), ("FLAC", .flac16, "flac"), ("Ogg/Vorbis", .vorbis, "ogg"),
+    ]
+
+    @Test("every format decodes to the same tone", arguments: encodings)
+    func formats(name: String, encoding: SoundFile.Encoding, suffix: String) throws {
+        let path = scratch("formats") + "/tone-\(suffix)-\(name.count).\(suffix)"
+        try SoundFile.write(sine(1000, seconds: 0.5, rate: 48000, channels: 2), to: path, encoding: encoding)
+        let buffer = try SoundFile.load(path, sampleRate: 48000)
+        #expect(buffer.channels == 2 && buffer.sampleRate == 48000)
+        #expect(abs(buffer.frameCount - 24000) < 2000, "\(buffer.frameCount) frames")
+        let left = ToneAnalysis.channel(0, of: buffer.interleaved, channels: 2)
+        let frequency = ToneAnalysis.frequency(of: left[2000..<22000], sampleRate: 48000)
+        #expect(abs(frequency - 1000) / 1000 < 0.001, "\(name): \(frequency) Hz")
+        #expect(abs(ToneAnalysis.level(of: 1000, in: left[2000..<22000], sampleRate: 48000) + 6.02) < 0.3)
+    }
+
+    @Test("telephony ringtones (8, 16, 32 kHz mono 16-bit) play at 48 kHz at the right pitch", arguments: [8000, 16000, 32000])
+    func telephonyRates(rate: Int) throws {
+        let path = scratch("rates") + "/ring-\(rate).wav"
+        try SoundFile.write(sine(440, seconds: 1, rate: rate), to: path, encoding: .pcm16)
+        let buffer = try SoundFile.load(path, sampleRate: 48000)
+        #expect(buffer.sampleRate == 48000 && buffer.channels == 1)
+        #expect(abs(buffer.frameCount - 48000) <= 2, "\(buffer.frameCount) frames for 1 s")
+        let frequency = ToneAnalysis.frequency(of: buffer.interleaved[2000..<46000], sampleRate: 48000)
+        #expect(abs(frequency - 440) / 440 < 0.001, "\(rate) Hz source: \(frequency) Hz")
+    }
+
+    @Test("a 44.1 kHz stereo file is converted too")
+    func cdRate() throws {
+        let path = scratch("cd") + "/music.wav"
+        try SoundFile.write(sine(997, seconds: 1, rate: 44100, channels: 2), to: path, encoding: .pcm16)
+        let buffer = try SoundFile.load(path, sampleRate: 48000)
+        let right = ToneAnalysis.channel(1, of: buffer.interleaved, channels: 2)
+        #expect(abs(ToneAnalysis.frequency(of: right[2000..<46000], sampleRate: 48000) - 997) / 997 < 0.001)
+    }
+}
+
+@Suite("Sound files: broken and hostile files")
+struct BrokenFileTests {
+    /// A valid 16-bit mono WAV to damage.
+    static func wav() throws -> [UInt8] {
+        let path = scratch("broken") + "/good.wav"
+        try SoundFile.write(sine(440, seconds: 0.1, rate: 8000), to: path, encoding: .pcm16)
+        return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+
+    static func write(_ bytes: [UInt8], _ name: String) -> String {
+        let path = scratch("broken") + "/" + name
+        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        return path
+    }
+
+    static func patch(_ bytes: [UInt8], at offset: Int, le32 value: UInt32) -> [UInt8] {
+        var copy = bytes
+        for i in 0..<4 { copy[offset + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(i))) }
+        return copy
+    }
+
+    static func patch(_ bytes: [UInt8], at offset: Int, le16 value: UInt16) -> [UInt8] {
+        var copy = bytes
+        copy[offset] = UInt8(truncatingIfNeeded: value)
+        copy[offset + 1] = UInt8(truncatingIfNeeded: value >> 8)
+        return copy
+    }
+
+    @Test("each damaged file is refused with the file named and the reason, never a crash")
+    func corpus() throws {
+        let good = try Self.wav()
+        // Canonical 44-byte header from libsndfile: channels at 22, rate at 24, data size at 40.
+        let cases: [(String, [UInt8], String)] = [
+            ("truncated-header.wav", Array(good.prefix(20)), "not a sound file libsndfile can read"),
+            ("zero-channels.wav", Self.patch(good, at: 22, le16: 0), "not a sound file libsndfile can read"),
+            ("absurd-rate.wav", Self.patch(good, at: 24, le32: 7), "its sample rate, 7 Hz, is outside 1–384 kHz"),
+            ("text.wav", Array("this is not audio\n".utf8), "not a sound file libsndfile can read"),
+            ("empty.wav", [], "not a sound file libsndfile can read"),
+        ]
+        for (name, bytes, reason) in cases {
+            let path = Self.write(bytes, name)
+            #expect {
+                _ = try SoundFile.load(path, sampleRate: 48000)
+            } throws: { error in
+                guard let error = error as? SoundFileError else { return false }
+                return error.path == path && error.reason.contains(reason)
+                    && error.description.hasPrefix("cannot use sound file '\(path)': ")
+            }
+        }
+    }
+
+    @Test("a header that claims far more data than the file holds gives what is there")
+    func absurdChunkSize() throws {
+        let good = try Self.wav()
+        let path = Self.write(Self.patch(good, at: 40, le32: 0xFFFF_FFF0), "absurd-chunk.wav")
+        let buffer = try SoundFile.load(path, sampleRate: 8000)
+        #expect(buffer.frameCount == 800)
+    }
+
+    @Test("a missing file and an unreadable length are named")
+    func missingAndTooLong() throws {
+        #expect {
+            _ = try SoundFile.load("/nonexistent/ring.wav", sampleRate: 48000)
+        } throws: { error in
+            (error as? SoundFileError)?.description == "cannot use sound file '/nonexistent/ring.wav': no such file"
+        }
+        let path = scratch("long") + "/long.wav"
+        try SoundFile.write(sine(440, seconds: 3, rate: 8000), to: path, encoding: .pcm16)
+        #expect {
+            _ = try SoundFile.load(path, sampleRate: 48000, maximumSeconds: 2)
+        } throws: { error in
+            (error as? SoundFileError)?.reason.hasPrefix("it lasts 3 s; sounds held in memory may last 2 s") == true
+        }
+    }
+
+    @Test("six-channel files are refused with the reason")
+    func tooManyChannels() throws {
+        let path = scratch("channels") + "/six.wav"
+        try SoundFile.write(AudioBuffer(frameCount: 100, channels: 6, sampleRate: 48000), to: path, encoding: .pcm16)
+        #expect {
+            _ = try SoundFile.load(path, sampleRate: 48000)
+        } throws: { error in
+            (error as? SoundFileError)?.reason == "it has 6 channels; hush plays mono or stereo"
+        }
+    }
+}
