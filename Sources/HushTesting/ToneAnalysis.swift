@@ -30,7 +30,11 @@ public enum ToneAnalysis {
 
     /// The loudest component between `low` and `high` Hz (probed every `step` Hz), in dBFS.
     public static func loudestLevel(
-        from low: Double, to high: Double, step: Double = 50, in samples: ArraySlice<Float>, sampleRate: Int
+        from low: Double,
+        to high: Double,
+        step: Double = 50,
+        in samples: ArraySlice<Float>,
+        sampleRate: Int
     ) -> Double {
         stride(from: low, through: high, by: step).map { level(of: $0, in: samples, sampleRate: sampleRate) }.max()
             ?? -240

@@ -42,7 +42,10 @@ struct DecodingTests {
         #expect(abs(ToneAnalysis.level(of: 1000, in: left[2000..<22000], sampleRate: 48000) + 6.02) < 0.3)
     }
 
-    @Test("telephony ringtones (8, 16, 32 kHz mono 16-bit) play at 48 kHz at the right pitch", arguments: [8000, 16000, 32000])
+    @Test(
+        "telephony ringtones (8, 16, 32 kHz mono 16-bit) play at 48 kHz at the right pitch",
+        arguments: [8000, 16000, 32000]
+    )
     func telephonyRates(rate: Int) throws {
         let path = scratch("rates") + "/ring-\(rate).wav"
         try SoundFile.write(sine(440, seconds: 1, rate: rate), to: path, encoding: .pcm16)

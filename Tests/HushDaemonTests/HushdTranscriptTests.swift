@@ -109,3 +109,53 @@ struct LibraryTests {
         #expect(EvdevCode(type: 30, code: 1).name == "type 30 code 1")
     }
 }
+
+@Suite("hushd render command line")
+struct RenderCommandTests {
+    @Test("renders a scenario with a board profile, writes the WAV and the events, says what it did")
+    func render() throws {
+        let directory = NSTemporaryDirectory() + "hush-render-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scenario = directory + "/s.txt"
+        try "0 activate 1 music playback tone=440 loop\n0 play 1\n0.5 silence on\n1 end\n"
+            .write(toFile: scenario, atomically: true, encoding: .utf8)
+        let root = RenderTests.scenarioPath.replacingOccurrences(of: "/docs/scenarios/silence-and-unplug.txt", with: "")
+        let result = try HushdTranscriptTests.run(
+            [
+                "render", "--board", root + "/board/profiles/virtual.toml", "--scenario", scenario, "--out",
+                directory + "/o.wav", "--events", directory + "/e.jsonl",
+            ],
+            input: ""
+        )
+        #expect(result.status == 0, "\(result.error)")
+        #expect(
+            result.output
+                == "rendered 1.000 s at 48000 Hz, 2 ch, 256-frame periods to \(directory)/o.wav (9 decisions)\n"
+        )
+        let events = try String(contentsOfFile: directory + "/e.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(events.count == 9)
+        #expect(events.contains { $0.contains("\"rule\":\"R1\"") })
+        let wav = try Data(contentsOf: URL(fileURLWithPath: directory + "/o.wav"))
+        #expect(wav.count == 44 + 48000 * 2 * 2)
+    }
+
+    @Test("bad arguments and files are named, exit 1 or 64")
+    func errors() throws {
+        let missing = try HushdTranscriptTests.run(
+            ["render", "--scenario", "/nonexistent.txt", "--out", "/tmp/x.wav"],
+            input: ""
+        )
+        #expect(missing.status == 1)
+        #expect(missing.error.hasPrefix("hushd render: cannot read scenario '/nonexistent.txt'"))
+        let usage = try HushdTranscriptTests.run(["render", "--out", "/tmp/x.wav"], input: "")
+        #expect(usage.status == 64 && usage.error.hasPrefix("hushd render: --scenario and --out are required"))
+        let rate = try HushdTranscriptTests.run(
+            ["render", "--scenario", "x", "--out", "y", "--rate", "fast"],
+            input: ""
+        )
+        #expect(
+            rate.status == 1
+                && rate.error == "hushd render: --rate must be a rate in Hz between 8000 and 384000, not 'fast'\n"
+        )
+    }
+}

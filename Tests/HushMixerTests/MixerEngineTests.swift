@@ -6,7 +6,10 @@ import Testing
 /// Renders `seconds` of the engine as float samples, `period` frames at a time, running `control` before each
 /// period with the time in frames.
 func renderFloat(
-    _ engine: MixerEngine, seconds: Double, period: Int = 64, control: (Int) -> Void = { _ in }
+    _ engine: MixerEngine,
+    seconds: Double,
+    period: Int = 64,
+    control: (Int) -> Void = { _ in }
 ) -> [Float] {
     let frames = Int(seconds * Double(engine.format.sampleRate))
     var out = [Float](repeating: 0, count: frames * engine.format.channels)
@@ -16,8 +19,10 @@ func renderFloat(
         let count = min(period, frames - frame)
         out.withUnsafeMutableBufferPointer { buffer in
             engine.render(
-                frames: count, into: UnsafeMutableRawPointer(buffer.baseAddress! + frame * engine.format.channels),
-                sampleFormat: .floatLE)
+                frames: count,
+                into: UnsafeMutableRawPointer(buffer.baseAddress! + frame * engine.format.channels),
+                sampleFormat: .floatLE
+            )
         }
         frame += count
     }
@@ -44,12 +49,27 @@ struct RampTests {
     }
 
     static let changes: [Change] = [
-        Change(name: "mute (R1)", command: .setSessionGain(SessionID(1), .silent, ramp: .milliseconds(20)), rampMilliseconds: 20),
-        Change(name: "volume step (R2)", command: .setBusGain(.music, Gain(decibels: -3.5), ramp: .milliseconds(30)), rampMilliseconds: 30),
-        Change(name: "duck (R7)", command: .setSessionGain(SessionID(1), Gain(decibels: -14), ramp: .milliseconds(100)), rampMilliseconds: 100),
+        Change(
+            name: "mute (R1)",
+            command: .setSessionGain(SessionID(1), .silent, ramp: .milliseconds(20)),
+            rampMilliseconds: 20
+        ),
+        Change(
+            name: "volume step (R2)",
+            command: .setBusGain(.music, Gain(decibels: -3.5), ramp: .milliseconds(30)),
+            rampMilliseconds: 30
+        ),
+        Change(
+            name: "duck (R7)",
+            command: .setSessionGain(SessionID(1), Gain(decibels: -14), ramp: .milliseconds(100)),
+            rampMilliseconds: 100
+        ),
     ]
 
-    @Test("a 1 kHz tone at -6 dBFS through a gain change: no jump beyond the ramp's slope, no splatter", arguments: changes)
+    @Test(
+        "a 1 kHz tone at -6 dBFS through a gain change: no jump beyond the ramp's slope, no splatter",
+        arguments: changes
+    )
     func ramp(change: Change) throws {
         let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 1, maxFrames: 64))
         let controller = MixerController(engine: engine)
@@ -81,7 +101,9 @@ struct RampTests {
         try controller.attach(SessionID(1), bus: .music, buffer: tone(1000), loop: true)
         controller.apply(.resume(SessionID(1)))
         let out = renderFloat(engine, seconds: 1) { frame in
-            if frame == 9600 { controller.apply(.setSessionGain(SessionID(1), Gain(decibels: -14), ramp: .milliseconds(100))) }
+            if frame == 9600 {
+                controller.apply(.setSessionGain(SessionID(1), Gain(decibels: -14), ramp: .milliseconds(100)))
+            }
         }
         let before = ToneAnalysis.level(of: 1000, in: out[0..<9600], sampleRate: 48000)
         let after = ToneAnalysis.level(of: 1000, in: out[24000..<48000], sampleRate: 48000)
@@ -147,16 +169,20 @@ struct LimiterAndFormatTests {
 
     @Test("S16_LE bit-exact")
     func s16() {
-        let values = stride(from: 0, to: 16, by: 2).map { i in Int16(bitPattern: UInt16(convert(.s16LE)[i]) | UInt16(convert(.s16LE)[i + 1]) << 8) }
+        let values = stride(from: 0, to: 16, by: 2).map { i in
+            Int16(bitPattern: UInt16(convert(.s16LE)[i]) | UInt16(convert(.s16LE)[i + 1]) << 8)
+        }
         #expect(values == [0, 32767, -32767, 16384, -16384, 8192, 0, 0])
     }
 
     @Test("S24_3LE bit-exact")
     func s24() {
-        #expect(convert(.s24_3LE) == [
-            0, 0, 0, 0xFF, 0xFF, 0x7F, 0x01, 0x00, 0x80, 0x00, 0x00, 0x40, 0x00, 0x00, 0xC0, 0x00, 0x00, 0x20,
-            0x08, 0x00, 0x00, 0xF8, 0xFF, 0xFF,
-        ])
+        #expect(
+            convert(.s24_3LE) == [
+                0, 0, 0, 0xFF, 0xFF, 0x7F, 0x01, 0x00, 0x80, 0x00, 0x00, 0x40, 0x00, 0x00, 0xC0, 0x00, 0x00, 0x20,
+                0x08, 0x00, 0x00, 0xF8, 0xFF, 0xFF,
+            ]
+        )
     }
 
     @Test("S32_LE bit-exact")
@@ -188,7 +214,11 @@ struct VoiceTests {
         #expect(left[480...] == right[480...])
         let monoDevice = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 1, maxFrames: 64))
         let monoControl = MixerController(engine: monoDevice)
-        let stereo = AudioBuffer(interleaved: (0..<9600).flatMap { _ in [Float(0.4), Float(0.2)] }, channels: 2, sampleRate: 48000)
+        let stereo = AudioBuffer(
+            interleaved: (0..<9600).flatMap { _ in [Float(0.4), Float(0.2)] },
+            channels: 2,
+            sampleRate: 48000
+        )
         try monoControl.attach(SessionID(1), bus: .effect, buffer: stereo, loop: true)
         monoControl.apply(.resume(SessionID(1)))
         let mono = renderFloat(monoDevice, seconds: 0.1)
@@ -253,8 +283,12 @@ struct VoiceTests {
             try controller.attach(SessionID(1), bus: .music, buffer: tone(440, rate: 44100), loop: false)
         }
         #expect(throws: MixerController.AttachError.self) {
-            try controller.attach(SessionID(1), bus: .music,
-                buffer: AudioBuffer(frameCount: 10, channels: 6, sampleRate: 48000), loop: false)
+            try controller.attach(
+                SessionID(1),
+                bus: .music,
+                buffer: AudioBuffer(frameCount: 10, channels: 6, sampleRate: 48000),
+                loop: false
+            )
         }
     }
 }

@@ -1,125 +1,240 @@
 #!/usr/bin/env bash
-# Boots the virtual board and runs one scenario in it.
+# Boots the virtual board (qemu, Debian's 6.1 kernel, simulated hardware) and runs one scenario in it.
 #
-#   board/virtual/run.sh --scenario NAME [--payload DIR]... [--timeout SECONDS] [--serial2 FILE] [--keep]
+#   board/virtual/run.sh --scenario NAME [--payload DIR|FILE]... [--timeout SECONDS] [--serial2 FILE]
+#                        [--memory MB] [--cpus N] [--keep]
 #
-# The VM is qemu (TCG) with Debian's 6.1 kernel and a busybox initramfs holding: the kernel modules for
-# snd-aloop, snd-dummy, uinput, evdev and gpio-sim (built by setup.sh); board/virtual/guest-lib.sh; the scenario
-# board/virtual/scenarios/NAME.sh; and every file of each --payload directory under /payload, with the shared
-# libraries its programs need. The guest's console (ttyS0) is logged to .build/virtual-board/logs/NAME.log; a
-# second serial port (ttyS1) goes to --serial2 FILE when given. Exit status 0 only when the guest printed
-# "HUSH-VBOARD-RESULT: PASS"; a VM that does not boot, hangs or fails prints its log and exits non-zero.
+#   --scenario NAME   run board/virtual/scenarios/NAME.sh in the guest (required)
+#   --payload PATH    copy a directory's contents (or one file) to /payload in the guest, which is first on PATH;
+#                     the shared libraries and dynamic loader of every ELF program in it come along at their
+#                     host paths. May be given more than once.
+#   --timeout SEC     give up after SEC seconds of wall time (default 180); the guest's own watchdog reports a
+#                     hanging scenario, with its process list, 15 s before that
+#   --serial2 FILE    where the guest's second serial port /dev/ttyS1 goes (default
+#                     .build/virtual-board/logs/NAME.ttyS1.log), e.g. for a daemon's console
+#   --memory MB       guest memory (default 1024; the initramfs with its payload lives in it)
+#   --cpus N          guest CPUs (default 2)
+#   --keep            keep the initramfs tree and archive (.build/virtual-board/work/...) for inspection
+#
+# The guest's console (ttyS0) is logged to .build/virtual-board/logs/NAME.log.
+# Exit status: 0 only when the guest's /init printed "HUSH-VBOARD-RESULT: PASS" with this run's nonce;
+# 1 when the scenario failed; 2 when there was no result (the VM did not boot, crashed or timed out) or the
+# board could not be prepared; 64 for a usage error. On anything but 0 the guest log is printed.
+#
+# A scenario may declare, in comment lines of its own:
+#   # vboard-tools: gpiomon gpioget         host programs to copy into the guest's /usr/bin (with their libraries)
+#   # vboard-payload: FILE  how to get it   files that must be in the payload, checked before booting
+#
+# Environment: VBOARD_ACCEL=kvm to use KVM where it works (default tcg); VBOARD_KERNEL=ABI (see setup.sh).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 here="$root/board/virtual"
 cache="$root/.build/virtual-board"
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 64; }
+die() { echo "run.sh: $*" >&2; exit 2; }
+
 scenario=""
 payloads=()
 timeout=180
 serial2=""
+memory=1024
+cpus=2
 keep=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --scenario) scenario="$2"; shift 2 ;;
-        --payload) payloads+=("$2"); shift 2 ;;
-        --timeout) timeout="$2"; shift 2 ;;
-        --serial2) serial2="$2"; shift 2 ;;
+        --scenario | --payload | --timeout | --serial2 | --memory | --cpus)
+            [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; usage; }
+            case "$1" in
+                --scenario) scenario="$2" ;;
+                --payload) payloads+=("$2") ;;
+                --timeout) timeout="$2" ;;
+                --serial2) serial2="$2" ;;
+                --memory) memory="$2" ;;
+                --cpus) cpus="$2" ;;
+            esac
+            shift 2
+            ;;
         --keep) keep=1; shift ;;
-        *) echo "run.sh: unknown argument '$1'" >&2; exit 64 ;;
+        -h | --help) usage ;;
+        *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
     esac
 done
-[ -n "$scenario" ] || { echo "run.sh: --scenario NAME is required (scenarios: $(cd "$here/scenarios" && ls *.sh | sed 's/\.sh$//' | tr '\n' ' '))" >&2; exit 64; }
-[ -f "$here/scenarios/$scenario.sh" ] || { echo "run.sh: no scenario board/virtual/scenarios/$scenario.sh" >&2; exit 64; }
-
-abi=$("$here/setup.sh" | tail -1)
-modules="/lib/modules/$abi"
-work=$(mktemp -d "${TMPDIR:-/tmp}/hush-vboard.XXXXXX")
-[ $keep -eq 1 ] || trap 'rm -rf "$work"' EXIT
-rootfs="$work/root"
-mkdir -p "$rootfs"/{bin,sbin,proc,sys,dev,tmp,run,modules,payload,etc}
-
-# busybox provides the shell and tools; /init installs its applets.
-cp /bin/busybox "$rootfs/bin/busybox"
-cp "$here/guest-init.sh" "$rootfs/init"
-cp "$here/guest-lib.sh" "$rootfs/guest-lib.sh"
-cp "$here/scenarios/$scenario.sh" "$rootfs/scenario.sh"
-echo "$scenario" >"$rootfs/scenario-name"
-chmod +x "$rootfs/init"
-
-# Kernel modules with their dependencies, in load order.
-order=()
-add_module() {
-    local relative="$1" dep
-    for dep in $(grep "^$relative:" "$modules/modules.dep" | cut -d: -f2); do add_module "$dep"; done
-    local name
-    name=$(basename "$relative")
-    [[ " ${order[*]-} " == *" $name "* ]] && return
-    cp "$modules/$relative" "$rootfs/modules/$name"
-    order+=("$name")
-}
-for wanted in snd-aloop snd-dummy uinput evdev configfs; do
-    relative=$(grep -o "^[^:]*/$wanted\.ko[^:]*" "$modules/modules.dep" | head -1)
-    [ -n "$relative" ] || { echo "run.sh: kernel $abi has no module $wanted" >&2; exit 1; }
-    add_module "$relative"
+available=$(cd "$here/scenarios" && ls -- *.sh | sed 's/\.sh$//' | tr '\n' ' ')
+[ -n "$scenario" ] || { echo "run.sh: --scenario NAME is required; scenarios: $available" >&2; exit 64; }
+scenario_file="$here/scenarios/$scenario.sh"
+[ -f "$scenario_file" ] || { echo "run.sh: no scenario '$scenario' (no $scenario_file); scenarios: $available" >&2; exit 64; }
+for number in "$timeout" "$memory" "$cpus"; do
+    [[ "$number" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$number' is not a positive whole number" >&2; exit 64; }
 done
-cp "$cache/hush-gpio-sim.ko" "$rootfs/modules/"
-order+=("hush-gpio-sim.ko")
-printf '%s\n' "${order[@]}" >"$rootfs/modules/order"
-
-# Payload: files under /payload, and the shared libraries of every ELF among them at their host paths.
 for payload in ${payloads[@]+"${payloads[@]}"}; do
-    cp -a "$payload"/. "$rootfs/payload/"
+    [ -e "$payload" ] || { echo "run.sh: payload '$payload' does not exist" >&2; exit 64; }
 done
-find "$rootfs/payload" -type f | while read -r file; do
-    head -c 4 "$file" | grep -q ELF || continue
-    ldd "$file" 2>/dev/null | grep -o '/[^ ]*' | while read -r library; do
+
+t0=$(date +%s%N)
+abi=$("$here/setup.sh") || die "board/virtual/setup.sh failed (its message is above); fix that and run again"
+abi=$(echo "$abi" | tail -1)
+kernel="/boot/vmlinuz-$abi"
+gpio_sim_module="$cache/hush-gpio-sim.ko"
+[ -f "$kernel" ] && [ -f "$gpio_sim_module" ] || die "setup.sh did not leave $kernel and $gpio_sim_module"
+
+mkdir -p "$cache/work" "$cache/logs"
+work=$(mktemp -d "$cache/work/$scenario.XXXXXX")
+if [ $keep -eq 0 ]; then trap 'rm -rf "$work"' EXIT; fi
+rootfs="$work/root"
+mkdir -p "$rootfs"/{bin,sbin,usr/bin,proc,sys,dev,tmp,run,root,etc,modules,payload,vboard}
+
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
+
+# copy_libraries FILE: puts the shared libraries and dynamic loader FILE needs into the rootfs at their host
+# paths (ldd lists them transitively). Statically linked programs need nothing.
+copy_libraries() {
+    local file="$1" listing library
+    is_elf "$file" || return 0
+    listing=$(ldd "$file" 2>&1) || return 0 # "not a dynamic executable"
+    if grep -q "not found" <<<"$listing"; then
+        die "$file needs libraries this machine does not have:
+$(grep "not found" <<<"$listing")
+install them on the host (the guest gets its libraries from the host)"
+    fi
+    for library in $(grep -o '/[^ ]*' <<<"$listing"); do
         [ -e "$rootfs$library" ] && continue
         mkdir -p "$rootfs$(dirname "$library")"
         cp -L "$library" "$rootfs$library"
     done
-done
+}
 
+# --- userland: busybox (static) and the guest's scripts.
+cp /bin/busybox "$rootfs/bin/busybox"
+copy_libraries "$rootfs/bin/busybox"
+cp "$here/guest-init.sh" "$rootfs/init"
+chmod 755 "$rootfs/init"
+cp "$here/guest-lib.sh" "$rootfs/guest-lib.sh"
+cp "$scenario_file" "$rootfs/scenario.sh"
+printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
+printf 'root:x:0:\naudio:x:29:\ninput:x:101:\n' >"$rootfs/etc/group"
 # alsa-lib reads its configuration at run time.
 if [ -d /usr/share/alsa ]; then
     mkdir -p "$rootfs/usr/share"
     cp -a /usr/share/alsa "$rootfs/usr/share/alsa"
 fi
 
-initrd="$work/initramfs.cpio.gz"
-(cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1 >"$initrd")
+# --- kernel modules, with their dependencies in load order (modprobe resolves them from modules.dep; modules
+# built into the kernel are skipped). Compressed modules are unpacked: busybox's insmod wants plain .ko files.
+order=()
+add_module_file() {
+    local path="$1" name
+    name=$(basename "$path")
+    name="${name%%.ko*}"
+    [[ " ${order[*]-} " == *" $name "* ]] && return 0
+    case "$path" in
+        *.ko) cp "$path" "$rootfs/modules/$name.ko" ;;
+        *.ko.xz) xz -dc "$path" >"$rootfs/modules/$name.ko" ;;
+        *.ko.zst) zstd -qdc "$path" >"$rootfs/modules/$name.ko" ;;
+        *.ko.gz) gzip -dc "$path" >"$rootfs/modules/$name.ko" ;;
+        *) die "unexpected module file $path" ;;
+    esac
+    order+=("$name")
+}
+add_module() {
+    local listing line
+    listing=$(modprobe -C /dev/null -S "$abi" --show-depends "$1" 2>&1) ||
+        die "kernel $abi has no module '$1' ($listing); is linux-image-$abi installed completely?"
+    while read -r line; do
+        case "$line" in
+            "insmod "*) line="${line#insmod }"; add_module_file "${line%% *}" ;;
+            "builtin "*) ;;
+            *) die "unexpected line from 'modprobe --show-depends $1': $line" ;;
+        esac
+    done <<<"$listing"
+}
+for module in configfs snd-aloop snd-dummy uinput evdev; do add_module "$module"; done
+for dependency in $(modinfo -F depends "$gpio_sim_module" | tr ',' ' '); do add_module "$dependency"; done
+add_module_file "$gpio_sim_module"
+printf '%s\n' "${order[@]}" >"$rootfs/modules/order"
 
-mkdir -p "$cache/logs"
+# --- host tools the scenario asks for.
+for tool in $(sed -n 's/^# vboard-tools://p' "$scenario_file"); do
+    path=$(command -v "$tool") ||
+        die "scenario '$scenario' needs the host program '$tool' ('# vboard-tools:' line), which is not installed; for the gpio* tools: apt-get install gpiod (board/virtual/setup.sh does)"
+    cp -L "$path" "$rootfs/usr/bin/$tool"
+    copy_libraries "$rootfs/usr/bin/$tool"
+done
+
+# --- payload: files under /payload, and the shared libraries of every ELF among them.
+for payload in ${payloads[@]+"${payloads[@]}"}; do
+    if [ -d "$payload" ]; then cp -a "$payload"/. "$rootfs/payload/"; else cp -a "$payload" "$rootfs/payload/"; fi
+done
+while IFS= read -r -d '' file; do
+    copy_libraries "$file"
+done < <(find "$rootfs/payload" -type f -print0)
+while read -r needed hint; do
+    [ -n "$needed" ] || continue
+    [ -e "$rootfs/payload/$needed" ] ||
+        die "scenario '$scenario' needs '$needed' in its payload ('# vboard-payload:' line) and no --payload has it${hint:+; $hint}"
+done < <(sed -n 's/^# vboard-payload://p' "$scenario_file")
+
+# --- this run's settings for /init. The nonce makes a result line from any other source worthless.
+nonce=$(od -An -tx1 -N8 /dev/urandom | tr -d ' \n')
+guest_timeout=$((timeout > 30 ? timeout - 15 : timeout * 2 / 3))
+printf 'scenario=%s\ntimeout=%s\nnonce=%s\n' "$scenario" "$guest_timeout" "$nonce" >"$rootfs/vboard/config"
+
+# An uncompressed archive: compressing costs more on the host than it saves, and the guest would have to
+# decompress it with an emulated CPU.
+initrd="$work/initramfs.cpio"
+(cd "$rootfs" && find . -print0 | LC_ALL=C sort -z | cpio -o -0 -H newc --quiet -R 0:0 >"$initrd") ||
+    die "could not pack the initramfs in $work"
+t1=$(date +%s%N)
+
 log="$cache/logs/$scenario.log"
-serial2_args=(-serial null)
-[ -z "$serial2" ] || serial2_args=(-serial "file:$serial2")
-echo "virtual board: booting $abi for scenario '$scenario' (initramfs $(du -h "$initrd" | cut -f1), log $log)"
-start=$(date +%s.%N)
+[ -n "$serial2" ] || serial2="$cache/logs/$scenario.ttyS1.log"
+mkdir -p "$(dirname "$serial2")"
+: >"$serial2"
+accel="${VBOARD_ACCEL:-tcg}"
+echo "virtual board: scenario '$scenario' on $abi ($accel, $cpus CPUs, $memory MB, initramfs $(du -h "$initrd" | cut -f1)); log $log"
 set +e
-timeout --foreground "$timeout" qemu-system-x86_64 \
-    -accel tcg -cpu max -smp 2 -m 1024 -nographic -no-reboot \
-    -kernel "/boot/vmlinuz-$abi" -initrd "$initrd" \
+timeout -k 5 "$timeout" qemu-system-x86_64 \
+    -accel "$accel" -cpu max -smp "$cpus" -m "$memory" \
+    -nodefaults -nographic -no-reboot \
+    -kernel "$kernel" -initrd "$initrd" \
     -append "console=ttyS0 panic=-1 loglevel=4 rdinit=/init" \
-    -serial stdio "${serial2_args[@]}" -monitor none </dev/null >"$log" 2>&1
+    -serial stdio -serial "file:$serial2" -monitor none \
+    </dev/null >"$log" 2>&1
 status=$?
 set -e
-elapsed=$(echo "$(date +%s.%N) - $start" | bc)
-printf 'virtual board: %s finished in %.1f s\n' "$scenario" "$elapsed"
+t2=$(date +%s%N)
+elapsed() { local ns=$(($2 - $1)); printf '%d.%d' $((ns / 1000000000)) $((ns % 1000000000 / 100000000)); }
+timing="setup and packing $(elapsed "$t0" "$t1") s, boot to result $(elapsed "$t1" "$t2") s"
 
-result=$(grep -a "HUSH-VBOARD-RESULT:" "$log" | tail -1 | tr -d '\r' || true)
-if [ "$result" = "HUSH-VBOARD-RESULT: PASS" ]; then
-    grep -a -E "^(PASS|FAIL|ok:|not ok:|  )|passed, .* failed" "$log" | tr -d '\r' || true
-    echo "virtual board: scenario '$scenario' PASSED"
+# Only a result line with this run's nonce counts; the last one wins.
+result=$(tr -d '\r' <"$log" | grep -a -E "^HUSH-VBOARD-RESULT: .* \[run $nonce\]$" | tail -1 || true)
+result="${result#HUSH-VBOARD-RESULT: }"
+result="${result% \[run $nonce\]}"
+
+if [ "$result" = "PASS" ]; then
+    # The scenario's own output, without kernel messages.
+    tr -d '\r' <"$log" | sed -n "/^virtual board: running scenario/,/^HUSH-VBOARD-RESULT/p" |
+        grep -a -v -E '^(\[ *[0-9]+\.[0-9]+\]|HUSH-VBOARD-RESULT)' | sed 's/^/  /' || true
+    [ ! -s "$serial2" ] || echo "  (ttyS1 output: $serial2)"
+    echo "virtual board: scenario '$scenario' PASSED ($timing)"
     exit 0
 fi
-echo "---- guest log ($log) ----"
+
+echo "---- guest log (last 200 lines of $log) ----"
 tr -d '\r' <"$log" | tail -200
 echo "---- end of guest log ----"
-if [ $status -eq 124 ]; then
-    echo "virtual board: scenario '$scenario' FAILED: no result within $timeout s (the VM hung or booted too slowly)"
-elif [ -z "$result" ]; then
-    echo "virtual board: scenario '$scenario' FAILED: the VM ended (qemu status $status) without a result line — it did not boot or the init crashed"
+[ ! -s "$serial2" ] || echo "(the guest's ttyS1 output is in $serial2)"
+if [ -n "$result" ]; then
+    echo "virtual board: scenario '$scenario' FAILED: ${result#FAIL } ($timing)"
+    exit 1
+elif [ $status -eq 124 ] || [ $status -eq 137 ]; then
+    echo "virtual board: scenario '$scenario' FAILED: no result within $timeout s: the VM hung or booted too slowly (try --timeout, and look at the log for where it stopped)"
+elif grep -qa "Kernel panic" "$log"; then
+    echo "virtual board: scenario '$scenario' FAILED: the guest kernel panicked (see the log above)"
+elif ! grep -qa "virtual board: kernel" "$log"; then
+    echo "virtual board: scenario '$scenario' FAILED: the VM did not boot to /init (qemu exit status $status; qemu's or the kernel's message is in the log above)"
 else
-    echo "virtual board: scenario '$scenario' FAILED: ${result#HUSH-VBOARD-RESULT: }"
+    echo "virtual board: scenario '$scenario' FAILED: the VM ended without a result line (qemu exit status $status)"
 fi
-exit 1
+exit 2
