@@ -27,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CLinux"),
         .systemLibrary(name: "CSamplerate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
 
         // MARK: Vocabulary and policy.
@@ -58,7 +59,7 @@ let package = Package(
         .target(
             name: "HushDaemon",
             dependencies: [
-                "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
+                "CLinux", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
                 .product(name: "Logging", package: "swift-log"), .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),

@@ -44,6 +44,8 @@ public final class MixerEngine: @unchecked Sendable {
     private let peaks: UnsafeMutablePointer<Float>
     private let peakInterval: Int
     private var framesSincePeaks = 0
+    /// The whole output's gain: at unity but for a fade-in after the device recovered from an underrun.
+    private var outputGain = Ramp(1)
 
     public init(format: MixerFormat, voiceCount: Int = 32, commandCapacity: Int = 1024) {
         self.format = format
@@ -103,6 +105,12 @@ public final class MixerEngine: @unchecked Sendable {
             }
             peaks[bus] = peak
         }
+        if outputGain.isMoving {
+            for frame in 0..<frames {
+                let gain = outputGain.next()
+                for channel in 0..<channels { mixBuffer[frame * channels + channel] *= gain }
+            }
+        }
         for i in 0..<samples { mixBuffer[i] = SampleConversion.limit(mixBuffer[i]) }
         SampleConversion.write(mixBuffer, count: samples, to: output, format: sampleFormat)
         framesRendered += Int64(frames)
@@ -112,6 +120,15 @@ public final class MixerEngine: @unchecked Sendable {
             report(.peaks(effect: peaks[0], music: peaks[1], ringer: peaks[2]))
             peaks.update(repeating: 0, count: 3)
         }
+    }
+
+    /// Fades the whole output in from silence over `frames` frames: after an underrun, the output starts again
+    /// without a click.
+    ///
+    /// - Important: call on the audio thread, between `render` calls.
+    public func fadeInOutput(frames: Int32) {
+        outputGain = Ramp(0)
+        outputGain.move(to: 1, frames: frames)
     }
 
     @inline(__always)

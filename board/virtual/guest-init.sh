@@ -33,7 +33,7 @@ result() {
     sleep 10
 }
 
-echo "virtual board: kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU(s), $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MB"
+echo "virtual board: kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU(s), $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MB; /init started $(cut -d' ' -f1 /proc/uptime) s after the kernel"
 
 . /guest-lib.sh
 if ! vboard_bring_up; then

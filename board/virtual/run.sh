@@ -76,6 +76,7 @@ t0=$(date +%s%N)
 abi=$("$here/setup.sh") || die "board/virtual/setup.sh failed (its message is above); fix that and run again"
 abi=$(echo "$abi" | tail -1)
 kernel="/boot/vmlinuz-$abi"
+[ ! -s "$cache/vmlinux-$abi" ] || kernel="$cache/vmlinux-$abi" # unpacked by setup.sh: boots ~3 s faster
 gpio_sim_module="$cache/hush-gpio-sim.ko"
 [ -f "$kernel" ] && [ -f "$gpio_sim_module" ] || die "setup.sh did not leave $kernel and $gpio_sim_module"
 
@@ -198,7 +199,7 @@ timeout -k 5 "$timeout" qemu-system-x86_64 \
     -accel "$accel" -cpu max -smp "$cpus" -m "$memory" \
     -nodefaults -nographic -no-reboot \
     -kernel "$kernel" -initrd "$initrd" \
-    -append "console=ttyS0 panic=-1 loglevel=4 rdinit=/init" \
+    -append "console=ttyS0 panic=-1 loglevel=4 edd=off mitigations=off rdinit=/init" \
     -serial stdio -serial "file:$serial2" -monitor none \
     </dev/null >"$log" 2>&1
 status=$?
