@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "hush-vboard-check",
             dependencies: [
-                "HushCore", "HushPolicy", "HushGPIO", "HushInput", "HushALSA",
+                "HushCore", "HushPolicy", "HushGPIO", "HushInput", "HushALSA", "HushTesting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

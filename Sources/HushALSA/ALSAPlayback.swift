@@ -132,9 +132,10 @@ public final class ALSAPlayback {
         return Int(delay)
     }
 
-    private static func negotiate(
+    static func negotiate(
         _ pcm: OpaquePointer,
-        _ asked: PlaybackConfiguration
+        _ asked: PlaybackConfiguration,
+        capture: Bool = false
     ) throws(HardwareError)
         -> PlaybackConfiguration
     {
@@ -208,11 +209,9 @@ public final class ALSAPlayback {
             )
         }
         try check(snd_pcm_sw_params_current(pcm, sw), "software parameters")
-        // Start once a full buffer is queued, and wake the writer whenever a period is free.
-        try check(
-            snd_pcm_sw_params_set_start_threshold(pcm, sw, snd_pcm_uframes_t(granted.periodFrames * granted.periods)),
-            "start threshold"
-        )
+        // Playback starts once a full buffer is queued; capture at the first read. Wake whenever a period is ready.
+        let threshold = capture ? 1 : granted.periodFrames * granted.periods
+        try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, snd_pcm_uframes_t(threshold)), "start threshold")
         try check(snd_pcm_sw_params_set_avail_min(pcm, sw, snd_pcm_uframes_t(granted.periodFrames)), "wake-up point")
         try check(snd_pcm_sw_params(pcm, sw), "software parameters")
         return granted

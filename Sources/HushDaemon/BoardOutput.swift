@@ -6,6 +6,8 @@ import TOMLKit
 /// board would play. The daemon's full configuration loader reads the rest of the profile.
 public struct BoardOutput: Hashable, Sendable {
     public var name: String
+    /// The profile's output PCM, if it names one.
+    public var pcm: String?
     public var sampleRate = 48000
     public var channels = 2
     public var periodFrames = 64
@@ -52,6 +54,7 @@ public struct BoardOutput: Hashable, Sendable {
             }
             return number
         }
+        output.pcm = section["pcm"]?.string
         output.sampleRate = try integer("rate", 8000...384_000) ?? output.sampleRate
         output.channels = try integer("channels", 1...2) ?? output.channels
         output.periodFrames = try integer("period_frames", 16...8192) ?? output.periodFrames

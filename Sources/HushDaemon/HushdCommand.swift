@@ -15,6 +15,7 @@ public enum HushdCommand {
     static let usage = """
         usage: hushd [--manual-clock] [--quiet-banner]
                hushd render --scenario FILE --out OUT.wav [--board PROFILE] [--events FILE]
+               hushd play --scenario FILE [--board PROFILE] [--pcm NAME]
                hushd --version | --help
 
         Runs the hush policy console on this terminal: type events (silence on, plug,
@@ -28,6 +29,7 @@ public enum HushdCommand {
     /// Runs hushd with `arguments` and exits the process.
     public static func run(arguments: [String]) -> Never {
         if arguments.first == "render" { exit(RenderCommand.run(Array(arguments.dropFirst()))) }
+        if arguments.first == "play" { exit(PlayCommand.run(Array(arguments.dropFirst()))) }
         var manualClock = false
         var banner = true
         for argument in arguments {

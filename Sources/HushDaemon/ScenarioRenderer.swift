@@ -1,8 +1,10 @@
 import Foundation
+import HushALSA
 import HushAudioFile
 import HushCore
 import HushMixer
 import HushPolicy
+import Logging
 
 /// Runs the real policy and the real mixer over a scenario, offline, on a manual clock: `hushd render`.
 ///
@@ -82,6 +84,54 @@ public final class ScenarioRenderer {
             frame += frames
         }
         return output
+    }
+
+    /// Plays the scenario in real time on `playback` through the audio thread; returns the thread's counters.
+    ///
+    /// The scenario's clock is the system's monotonic clock from the moment the thread starts.
+    public func play(
+        on playback: ALSAPlayback,
+        priority: Int32,
+        logger: Logger
+    ) throws(RenderError)
+        -> AudioOutputThread.Counters
+    {
+        let clock = SystemClock()
+        let output = AudioOutputThread(engine: engine, playback: playback, priority: priority, logger: logger)
+        do {
+            try output.start()
+        } catch {
+            throw RenderError(description: error.description)
+        }
+        defer { output.stop() }
+        let origin = clock.now()
+        func elapsed() -> Instant { Instant(nanoseconds: clock.now().nanoseconds - origin.nanoseconds) }
+        apply(policy.start(at: .zero), at: .zero)
+        var next = 0
+        var reportedUnderruns = 0
+        while elapsed() < scenario.end {
+            let now = elapsed()
+            while next < scenario.steps.count && scenario.steps[next].time <= now {
+                try perform(scenario.steps[next])
+                next += 1
+            }
+            while let deadline = policy.nextDeadline, deadline <= now {
+                apply(policy.handle(.timePassed, at: deadline), at: deadline)
+            }
+            for session in controller.poll() { apply(policy.handle(.finished(session), at: now), at: now) }
+            let underruns = output.counters.underruns.load(ordering: .relaxed)
+            if underruns != reportedUnderruns {
+                logger.warning(
+                    "\(playback.granted.pcm): \(underruns - reportedUnderruns) underrun(s), recovered with a fade-in"
+                )
+                reportedUnderruns = underruns
+            }
+            var wake = now + .milliseconds(5)
+            if next < scenario.steps.count { wake = min(wake, scenario.steps[next].time) }
+            if let deadline = policy.nextDeadline { wake = min(wake, deadline) }
+            clock.sleep(until: Instant(nanoseconds: origin.nanoseconds + wake.nanoseconds))
+        }
+        return output.counters
     }
 
     /// Renders and writes a 16-bit WAV file.

@@ -1,0 +1,55 @@
+import CALSA
+import HushCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open ALSA capture device: the capture side of snd-aloop in the virtual board's tests, and the source of a
+/// live input voice (mpd or librespot playing into a loopback).
+public final class ALSACapture {
+    public let granted: PlaybackConfiguration
+    private let pcm: OpaquePointer
+
+    /// Opens `configuration.pcm` for capture with the nearest setup it accepts.
+    public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
+        var handle: OpaquePointer?
+        let result = snd_pcm_open(&handle, configuration.pcm, SND_PCM_STREAM_CAPTURE, 0)
+        guard result == 0, let handle else {
+            throw HardwareError(
+                operation: "open capture device",
+                device: "'\(configuration.pcm)'",
+                errno: -result,
+                message: ALSAErrors.message(result)
+            )
+        }
+        pcm = handle
+        do {
+            granted = try ALSAPlayback.negotiate(handle, configuration, capture: true)
+        } catch {
+            snd_pcm_close(handle)
+            throw error
+        }
+        _ = snd_pcm_prepare(handle)
+    }
+
+    deinit { snd_pcm_close(pcm) }
+
+    /// Reads exactly `frames` frames into `buffer` (blocking), recovering from overruns; returns the frames read
+    /// before an unrecoverable error.
+    public func read(into buffer: UnsafeMutableRawPointer, frames: Int) -> Int {
+        let frameBytes = granted.channels * granted.format.bytesPerSample
+        var offset = 0
+        while offset < frames {
+            let result = snd_pcm_readi(pcm, buffer + offset * frameBytes, snd_pcm_uframes_t(frames - offset))
+            if result >= 0 {
+                offset += Int(result)
+            } else if result == -Int(EINTR) {
+                continue
+            } else if snd_pcm_recover(pcm, Int32(result), 1) != 0 {
+                return offset
+            }
+        }
+        return offset
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import HushALSA
+import HushCore
+import Logging
+
+/// `hushd play`: a scenario played in real time on an ALSA device, through the audio thread the daemon uses.
+enum PlayCommand {
+    static let usage = """
+        usage: hushd play --scenario FILE [--board PROFILE] [--pcm NAME] [--period FRAMES] [--priority N]
+
+        Plays a scenario (docs/render.md) live on an ALSA playback device, through the real-time audio thread:
+        the way to hear a scenario on real hardware. --pcm defaults to the profile's output PCM, else "default".
+        Prints what the device granted and, at the end, periods, underruns and device losses.
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--help" || argument == "-h" {
+                print(usage)
+                return 0
+            }
+            guard ["--scenario", "--board", "--pcm", "--period", "--priority"].contains(argument),
+                index + 1 < arguments.count
+            else {
+                FileHandleOutput.standardError("hushd play: unknown or incomplete argument '\(argument)'\n\(usage)")
+                return 64
+            }
+            options[argument] = arguments[index + 1]
+            index += 2
+        }
+        guard let scenarioPath = options["--scenario"] else {
+            FileHandleOutput.standardError("hushd play: --scenario is required\n\(usage)")
+            return 64
+        }
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        let logger = Logger(label: "hushd")
+        do {
+            var output = BoardOutput(name: "default")
+            var pcm = "default"
+            if let board = options["--board"] {
+                output = try BoardOutput.load(board)
+                pcm = output.pcm ?? pcm
+            }
+            if let name = options["--pcm"] { pcm = name }
+            if let period = options["--period"] {
+                guard let value = Int(period), (16...8192).contains(value) else {
+                    throw CommandError("--period must be between 16 and 8192 frames, not '\(period)'")
+                }
+                output.periodFrames = value
+            }
+            let priority = Int32(options["--priority"] ?? "70") ?? 70
+            let text: String
+            do {
+                text = try String(contentsOfFile: scenarioPath, encoding: .utf8)
+            } catch {
+                throw CommandError("cannot read scenario '\(scenarioPath)': \(error.localizedDescription)")
+            }
+            let scenario = try Scenario.parse(text, file: scenarioPath)
+            let playback = try ALSAPlayback(
+                PlaybackConfiguration(
+                    pcm: pcm,
+                    sampleRate: output.sampleRate,
+                    channels: output.channels,
+                    format: output.format,
+                    periodFrames: output.periodFrames,
+                    periods: 3
+                )
+            )
+            print("\(pcm): \(playback.describeGrant)")
+            let renderer = ScenarioRenderer(
+                scenario: scenario,
+                sampleRate: playback.granted.sampleRate,
+                channels: playback.granted.channels,
+                periodFrames: playback.granted.periodFrames
+            )
+            let counters = try renderer.play(on: playback, priority: priority, logger: logger)
+            print(
+                "played \(String(format: "%.3f", Double(scenario.end.nanoseconds) / 1e9)) s: "
+                    + "\(counters.periods.load(ordering: .relaxed)) periods, "
+                    + "\(counters.underruns.load(ordering: .relaxed)) underruns, "
+                    + "\(counters.deviceLosses.load(ordering: .relaxed)) device losses, "
+                    + "\(counters.reopenings.load(ordering: .relaxed)) reopenings"
+            )
+            return 0
+        } catch {
+            FileHandleOutput.standardError("hushd play: \(error)")
+            return 1
+        }
+    }
+}

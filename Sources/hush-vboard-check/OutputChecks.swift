@@ -1,0 +1,65 @@
+import HushALSA
+import HushCore
+import HushTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Records `seconds` from a capture PCM as mono floats (the left channel).
+func record(_ pcm: String, seconds: Double, periodFrames: Int) throws -> [Float] {
+    let capture = try ALSACapture(PlaybackConfiguration(pcm: pcm, periodFrames: periodFrames, periods: 4))
+    let frames = Int(seconds * Double(capture.granted.sampleRate))
+    var samples = [Int16](repeating: 0, count: frames * capture.granted.channels)
+    let read = samples.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
+    try require(read == frames, "captured \(read) of \(frames) frames")
+    return stride(from: 0, to: samples.count, by: capture.granted.channels).map { Float(samples[$0]) / 32767 }
+}
+
+/// The level of `hz` in the 100 ms window starting at `seconds`, in dBFS.
+func level(_ hz: Double, _ samples: [Float], at seconds: Double) -> Double {
+    let start = Int(seconds * 48000)
+    guard start >= 0, start + 4800 <= samples.count else { return -240 }
+    return ToneAnalysis.level(of: hz, in: samples[start..<(start + 4800)], sampleRate: 48000)
+}
+
+/// Starts `hushd play` in the background with `scenario`; its output goes to /tmp/hushd-play.log.
+func playInBackground(_ scenario: String, extra: String = "") throws {
+    let path = "/tmp/scenario-\(getpid()).txt"
+    try writeFile(path, scenario)
+    let command =
+        "/payload/hushd play --board /payload/virtual.toml --pcm hw:Loopback,0,0 --scenario \(path) \(extra)"
+        + " >/tmp/hushd-play.log 2>&1 &"
+    try require(system(command) == 0, "could not start hushd play")
+}
+
+let outputChecks: [Check] = [
+    Check(name: "output-silence-switch-on-snd-aloop") {
+        // hushd plays music (440 Hz) and an ambient effect (1000 Hz) into snd-aloop; the capture side hears it.
+        try playInBackground(
+            """
+            0 activate 1 music playback tone=440 loop
+            0 activate 2 effect ambient tone=1000 loop
+            0 play 1
+            0 play 2
+            1.5 silence on
+            3.0 silence off
+            4.5 end
+            """
+        )
+        let samples = try record("hw:Loopback,1,0", seconds: 5.5, periodFrames: 256)
+        print(readFile("/tmp/hushd-play.log").map { "  hushd: \($0)" } ?? "  (no hushd log)")
+        guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
+        else { throw CheckFailure("the music never arrived on the capture side") }
+        let music = level(440, samples, at: onset + 0.5)
+        try require(abs(music - (-30.02)) < 1, "music at system volume 8 should be -30 dBFS, is \(music)")
+        try require(level(1000, samples, at: onset + 0.5) > -31, "the effect sounds before silence")
+        try require(
+            level(1000, samples, at: onset + 2.0) < -80,
+            "the effect is silent while silenced: \(level(1000, samples, at: onset + 2.0)) dBFS"
+        )
+        try require(level(440, samples, at: onset + 2.0) > -31, "the music is not silenced")
+        try require(level(1000, samples, at: onset + 3.6) > -31, "the effect is back after silence off")
+        print("  music onset at \(onset) s of capture; levels match the policy")
+    }
+]
