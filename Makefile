@@ -37,6 +37,7 @@ test: deps lint boards
 ## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy).
 vboard: deps
 	$(SWIFT) build --product hush-vboard-check
+	$(SWIFT) build --product hushd
 	board/virtual/run-all.sh
 
 ## boards: compile every device-tree overlay with dtc; check every board profile.

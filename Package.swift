@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HushCore", targets: ["HushCore"]),
         .library(name: "HushPolicy", targets: ["HushPolicy"]),
         .library(name: "HushTesting", targets: ["HushTesting"]),
+        .library(name: "HushMixer", targets: ["HushMixer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),

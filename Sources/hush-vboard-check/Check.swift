@@ -104,7 +104,7 @@ func readFile(_ path: String) -> String? {
 
 /// Writes `text` to a sysfs file in one write, as the kernel expects.
 func writeFile(_ path: String, _ text: String) throws {
-    let fd = open(path, O_WRONLY)
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     guard fd >= 0 else { throw CheckFailure("cannot open \(path): \(String(cString: strerror(errno)))") }
     defer { close(fd) }
     let written = text.withCString { write(fd, $0, strlen($0)) }

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash disable=SC2154 # scenario, timeout and nonce come from /vboard/config
 # /init of the virtual board (PID 1 in the guest): mount the usual file systems, bring up the simulated
 # hardware, run the scenario, print the result line, power off.
 #
@@ -20,7 +21,8 @@ mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 
-. /vboard/config # scenario, timeout (seconds), nonce
+# shellcheck disable=SC1091 # written by run.sh: scenario, timeout (seconds), nonce
+. /vboard/config
 rm -f /vboard/config
 export VBOARD_SCENARIO="$scenario"
 
@@ -51,7 +53,7 @@ echo "virtual board: hardware up $(cut -d' ' -f1 /proc/uptime) s after the kerne
 watchdog=$!
 
 echo "virtual board: running scenario '$scenario'"
-cd /tmp
+cd /tmp || exit 1
 sh -e /scenario.sh
 status=$?
 kill "$watchdog" 2>/dev/null

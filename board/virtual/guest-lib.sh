@@ -1,3 +1,4 @@
+# shellcheck shell=dash
 # Shell library of the virtual board's guest (busybox sh). The guest's /init sources it to bring the simulated
 # hardware up; scenarios source it too (". /guest-lib.sh") for the helpers below. Nothing here runs on the host.
 #
@@ -114,8 +115,8 @@ gpio_sim_dir() {
 gpio_sim_set() {
     local dir pull
     case "$2" in
-        0) pull=pull-down ;;
-        1) pull=pull-up ;;
+        0) pull="pull-down" ;;
+        1) pull="pull-up" ;;
         *) echo "gpio_sim_set: level must be 0 or 1, not '$2'" >&2; return 1 ;;
     esac
     dir=$(gpio_sim_dir "$1") || return 1

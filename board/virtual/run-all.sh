@@ -1,39 +1,59 @@
 #!/usr/bin/env bash
-# Runs every virtual-board scenario with hush's check program as payload; the last line is the summary.
+# Runs every virtual-board scenario (board/virtual/scenarios/*.sh), or the ones named, one VM each, and ends
+# with the line "N passed, N failed". Exit status 0 only when every scenario passed.
 #
 #   board/virtual/run-all.sh [SCENARIO ...]
+#
+# Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check program
+# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hushd from beside it, when built, and
+# board/profiles/virtual.toml. A scenario that needs a payload file that is missing fails before booting and
+# says how to build it (see run.sh, '# vboard-payload:').
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 here="$root/board/virtual"
 payload="$root/.build/virtual-board/payload"
 check="${HUSH_VBOARD_CHECK:-$root/.build/debug/hush-vboard-check}"
-[ -x "$check" ] || { echo "run-all.sh: $check is missing: run 'swift build --product hush-vboard-check' first" >&2; exit 1; }
-if ! command -v gpiomon >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive $([ "$(id -u)" -eq 0 ] || echo sudo) apt-get install -y -qq \
-        -o DPkg::Lock::Timeout=600 gpiod >&2 || true
-fi
-rm -rf "$payload"
-mkdir -p "$payload"
-cp "$check" "$payload/"
-for tool in gpiomon gpioget gpioinfo; do
-    command -v "$tool" >/dev/null && cp "$(command -v "$tool")" "$payload/"
-done
 
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
     for file in "$here"/scenarios/*.sh; do scenarios+=("$(basename "$file" .sh)"); done
 fi
+
+# Prepare the machine once, so that a broken setup is reported once and not per scenario.
+if ! "$here/setup.sh" >/dev/null; then
+    echo "run-all.sh: board/virtual/setup.sh failed (its message is above); no scenario ran"
+    echo "0 passed, ${#scenarios[@]} failed"
+    exit 1
+fi
+
+# The payload: the check program, hushd beside it (the output checks run 'hushd play'), the board profile.
+rm -rf "$payload"
+mkdir -p "$payload"
+hushd="$(dirname "$check")/hushd"
+for program in "$check" "$hushd"; do
+    if [ -x "$program" ]; then
+        cp "$program" "$payload/"
+    else
+        echo "run-all.sh: note: $program is not built (swift build); scenarios that need it will fail"
+    fi
+done
+cp "$root/board/profiles/virtual.toml" "$payload/"
+
 passed=0
 failed=0
+failures=()
 start=$(date +%s)
 for scenario in "${scenarios[@]}"; do
     if "$here/run.sh" --scenario "$scenario" --payload "$payload"; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))
+        failures+=("$scenario")
     fi
 done
-echo "virtual board: ${#scenarios[@]} scenarios in $(($(date +%s) - start)) s"
-echo "virtual board: $passed passed, $failed failed"
-[ $failed -eq 0 ]
+summary="virtual board: ${#scenarios[@]} scenario(s) in $(($(date +%s) - start)) s"
+[ "$failed" -eq 0 ] || summary="$summary; failed: ${failures[*]}"
+echo "$summary; logs in .build/virtual-board/logs/"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

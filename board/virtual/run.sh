@@ -4,7 +4,8 @@
 #   board/virtual/run.sh --scenario NAME [--payload DIR|FILE]... [--timeout SECONDS] [--serial2 FILE]
 #                        [--memory MB] [--cpus N] [--keep]
 #
-#   --scenario NAME   run board/virtual/scenarios/NAME.sh in the guest (required)
+#   --scenario NAME   run board/virtual/scenarios/NAME.sh in the guest (required); a NAME with a slash is the
+#                     path of a scenario file kept elsewhere (e.g. one a test writes to a temporary directory)
 #   --payload PATH    copy a directory's contents (or one file) to /payload in the guest, which is first on PATH;
 #                     the shared libraries and dynamic loader of every ELF program in it come along at their
 #                     host paths. May be given more than once.
@@ -14,7 +15,8 @@
 #                     .build/virtual-board/logs/NAME.ttyS1.log), e.g. for a daemon's console
 #   --memory MB       guest memory (default 1024; the initramfs with its payload lives in it)
 #   --cpus N          guest CPUs (default 2)
-#   --keep            keep the initramfs tree and archive (.build/virtual-board/work/...) for inspection
+#   --keep            keep the initramfs tree and archive (.build/virtual-board/work/NAME.*; removed by a later
+#                     run after two hours)
 #
 # The guest's console (ttyS0) is logged to .build/virtual-board/logs/NAME.log.
 # Exit status: 0 only when the guest's /init printed "HUSH-VBOARD-RESULT: PASS" with this run's nonce;
@@ -64,6 +66,10 @@ done
 available=$(cd "$here/scenarios" && ls -- *.sh | sed 's/\.sh$//' | tr '\n' ' ')
 [ -n "$scenario" ] || { echo "run.sh: --scenario NAME is required; scenarios: $available" >&2; exit 64; }
 scenario_file="$here/scenarios/$scenario.sh"
+if [[ "$scenario" == */* ]]; then # a path: a scenario kept outside the repository (a test's own, a throwaway)
+    scenario_file="$scenario"
+    scenario=$(basename "$scenario" .sh)
+fi
 [ -f "$scenario_file" ] || { echo "run.sh: no scenario '$scenario' (no $scenario_file); scenarios: $available" >&2; exit 64; }
 for number in "$timeout" "$memory" "$cpus"; do
     [[ "$number" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$number' is not a positive whole number" >&2; exit 64; }
@@ -81,8 +87,10 @@ gpio_sim_module="$cache/hush-gpio-sim.ko"
 [ -f "$kernel" ] && [ -f "$gpio_sim_module" ] || die "setup.sh did not leave $kernel and $gpio_sim_module"
 
 mkdir -p "$cache/work" "$cache/logs"
+# Work directories of runs that were killed, or kept with --keep, go after two hours.
+find "$cache/work" -mindepth 1 -maxdepth 1 -mmin +120 -exec rm -rf {} + 2>/dev/null || true
 work=$(mktemp -d "$cache/work/$scenario.XXXXXX")
-if [ $keep -eq 0 ]; then trap 'rm -rf "$work"' EXIT; fi
+if [ $keep -eq 0 ]; then trap 'rm -rf "$work"' EXIT; else echo "virtual board: keeping the initramfs tree and archive in $work"; fi
 rootfs="$work/root"
 mkdir -p "$rootfs"/{bin,sbin,usr/bin,proc,sys,dev,tmp,run,root,etc,modules,payload,vboard}
 
@@ -237,5 +245,8 @@ elif ! grep -qa "virtual board: kernel" "$log"; then
     echo "virtual board: scenario '$scenario' FAILED: the VM did not boot to /init (qemu exit status $status; qemu's or the kernel's message is in the log above)"
 else
     echo "virtual board: scenario '$scenario' FAILED: the VM ended without a result line (qemu exit status $status)"
+fi
+if tr -d '\r' <"$log" | grep -a "HUSH-VBOARD-RESULT:" | grep -a -v -q "\[run $nonce\]"; then
+    echo "virtual board: (a HUSH-VBOARD-RESULT line without this run's nonce $nonce was printed by the scenario or its payload, not by /init, and was ignored)"
 fi
 exit 2

@@ -20,6 +20,9 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 here="$root/board/virtual"
 cache="$root/.build/virtual-board"
 mkdir -p "$cache"
+# One setup at a time (parallel runs would otherwise build the module into the same directory together).
+exec 9>"$cache/setup.lock"
+flock 9
 
 say() { echo "virtual board setup: $*" >&2; }
 fail() { say "ERROR: $*"; exit 1; }
@@ -42,8 +45,8 @@ apt_update() {
 # apt_install PACKAGE[=VERSION]...: installs quietly; on failure refreshes the package lists once and retries.
 apt_install() {
     say "installing $*"
-    local attempt
-    for attempt in 1 2; do
+    local _
+    for _ in 1 2; do
         if DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends \
             -o DPkg::Lock::Timeout=600 "$@" >&2; then
             return 0
@@ -124,7 +127,7 @@ fi
 # 3. The gpio-sim module, cached per kernel ABI + Debian version + build script.
 stamp="abi=$abi version=$version script=$(sha256sum "$here/build-gpio-sim.sh" | cut -c1-16)"
 if [ ! -f "$cache/hush-gpio-sim.ko" ] || [ "$(cat "$cache/hush-gpio-sim.stamp" 2>/dev/null)" != "$stamp" ]; then
-    say "building the gpio-sim module for $abi ($version), once; about 30 s"
+    say "building the gpio-sim module for $abi ($version), once; about 15 s"
     rm -f "$cache/hush-gpio-sim.stamp"
     "$here/build-gpio-sim.sh" "$abi" "$cache" >&2
     echo "$stamp" >"$cache/hush-gpio-sim.stamp"
