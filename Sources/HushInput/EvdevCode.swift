@@ -3,7 +3,7 @@ import CEvdev
 /// An evdev event type and code, such as EV_KEY/KEY_VOLUMEUP or EV_SW/SW_HEADPHONE_INSERT.
 ///
 /// Configuration names codes by their kernel names; logs print them the same way.
-public struct EvdevCode: Hashable, Sendable, CustomStringConvertible {
+public struct EvdevCode: Hashable, Sendable, Comparable, CustomStringConvertible {
     public let type: UInt32
     public let code: UInt32
 
@@ -48,4 +48,7 @@ public struct EvdevCode: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { name }
+
+    /// Type first, then code: the order the kernel numbers them in.
+    public static func < (a: EvdevCode, b: EvdevCode) -> Bool { (a.type, a.code) < (b.type, b.code) }
 }

@@ -5,28 +5,30 @@ import HushCore
 import Glibc
 #endif
 
-/// A virtual input device made through /dev/uinput: the kernel treats it like real hardware, so evdev readers
-/// (hush's own among them) see its events on a /dev/input/eventN node.
+/// A virtual input device made through /dev/uinput with libevdev's uinput API.
 ///
-/// The virtual board uses it to stand in for volume buttons, media keys and jack switches. It is gone when
-/// ``destroy()`` is called or the object is released.
+/// The kernel treats it like real hardware: evdev readers, ``EvdevInputSource`` among them, see it as a
+/// /dev/input/eventN node with the name given here. The virtual-board tests (`hush-vboard-check`, run inside a VM
+/// with the uinput module loaded) use it to act as the hardware: volume buttons, media keys, the headphone jack
+/// switch and the silence switch. It needs write access to /dev/uinput (root, or a udev rule).
+///
+/// The device disappears on ``close()`` or when the object is released, as unplugging it would.
 public final class UInputDevice {
+    /// The name readers see (EVIOCGNAME), which ``EvdevDeviceSelector/name(_:)`` matches.
     public let name: String
-    private var device: OpaquePointer?
+    /// The keys and switches the device can send.
+    public let codes: [EvdevCode]
     private var uinput: OpaquePointer?
 
-    /// Creates a device called `name` that can send `codes`, with switches starting in `switches` positions.
+    /// Creates a device called `name` that can send `codes` (EV_KEY and EV_SW codes), its switches starting at the
+    /// values in `switches`.
+    ///
+    /// - Throws: ``HushCore/HardwareError`` when /dev/uinput is missing (the uinput module is not loaded), not
+    ///   permitted, or the kernel refuses the device.
     public init(name: String, codes: [EvdevCode], switches: [EvdevCode: Int32] = [:]) throws(HardwareError) {
         self.name = name
-        guard access("/dev/uinput", F_OK) == 0 else {
-            throw HardwareError(
-                operation: "create input device",
-                device: "'\(name)'",
-                errno: ENOENT,
-                message: "no /dev/uinput: load the uinput module (modprobe uinput)"
-            )
-        }
-        guard let device = libevdev_new() else {
+        self.codes = codes
+        guard let template = libevdev_new() else {
             throw HardwareError(
                 operation: "create input device",
                 device: "'\(name)'",
@@ -34,69 +36,49 @@ public final class UInputDevice {
                 message: "out of memory"
             )
         }
-        self.device = device
-        libevdev_set_name(device, name)
-        for code in codes {
-            libevdev_enable_event_type(device, code.type)
-            libevdev_enable_event_code(device, code.type, code.code, nil)
+        defer { libevdev_free(template) }  // the uinput device is a copy
+        libevdev_set_name(template, name)
+        libevdev_set_id_bustype(template, BUS_VIRTUAL)
+        for code in Set(codes + switches.keys) {
+            libevdev_enable_event_type(template, code.type)
+            libevdev_enable_event_code(template, code.type, code.code, nil)
         }
-        var uinput: OpaquePointer?
-        let result = libevdev_uinput_create_from_device(device, LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue, &uinput)
-        guard result == 0, let uinput else {
-            libevdev_free(device)
-            self.device = nil
-            throw HardwareError(
-                operation: "create input device",
-                device: "'\(name)'",
-                errno: -result,
-                message: result == -EACCES
-                    ? "permission denied on /dev/uinput (run as root or add a udev rule)"
-                    : Syscall.errorText(-result)
-            )
+        var created: OpaquePointer?
+        let result = libevdev_uinput_create_from_device(template, LIBEVDEV_UINPUT_OPEN_MANAGED.rawValue, &created)
+        guard result == 0, let created else {
+            let message =
+                switch -result {
+                case ENOENT, ENODEV, ENXIO: "no /dev/uinput: load the uinput module (modprobe uinput)"
+                case EACCES, EPERM:
+                    "permission denied on /dev/uinput: run as root, or give the user access with a udev rule"
+                default: Syscall.errorText(-result)
+                }
+            throw HardwareError(operation: "create input device", device: "'\(name)'", errno: -result, message: message)
         }
-        self.uinput = uinput
-        for (code, value) in switches.sorted(by: { $0.key.code < $1.key.code }) {
+        uinput = created
+        // uinput cannot set switch positions at creation; set them before any reader opens the node.
+        for (code, value) in switches.sorted(by: { $0.key < $1.key }) {
             try emit(code, value: value)
         }
         if !switches.isEmpty { try sync() }
     }
 
-    deinit { destroy() }
+    deinit { close() }
 
-    /// The device node the kernel made, e.g. "/dev/input/event3".
-    public var devicePath: String? { uinput.flatMap { libevdev_uinput_get_devnode($0) }.map { String(cString: $0) } }
-
-    /// Sends one event; call ``sync()`` to end a report.
-    public func emit(_ code: EvdevCode, value: Int32) throws(HardwareError) {
-        try write(type: code.type, code: code.code, value: value)
+    /// The node the kernel made, e.g. "/dev/input/event3", while the device exists (nil if libevdev cannot tell).
+    public var devicePath: String? {
+        guard let uinput, let node = libevdev_uinput_get_devnode(uinput) else { return nil }
+        return String(cString: node)
     }
 
-    /// Ends a report (SYN_REPORT): readers see the events sent since the last one.
-    public func sync() throws(HardwareError) {
-        try write(type: UInt32(EV_SYN), code: UInt32(SYN_REPORT), value: 0)
-    }
-
-    /// Presses or releases a key and reports it.
-    public func key(_ code: EvdevCode, pressed: Bool) throws(HardwareError) {
-        try emit(code, value: pressed ? 1 : 0)
-        try sync()
-    }
-
-    /// Removes the device from the system.
-    public func destroy() {
-        if let uinput { libevdev_uinput_destroy(uinput) }
-        if let device { libevdev_free(device) }
-        uinput = nil
-        device = nil
-    }
-
-    private func write(type: UInt32, code: UInt32, value: Int32) throws(HardwareError) {
+    /// Sends one event; readers see it after the next ``sync()``.
+    public func emit(type: UInt32, code: UInt32, value: Int32) throws(HardwareError) {
         guard let uinput else {
             throw HardwareError(
                 operation: "send an event to",
                 device: "'\(name)'",
                 errno: ENODEV,
-                message: "the device was destroyed"
+                message: "the device was closed"
             )
         }
         let result = libevdev_uinput_write_event(uinput, type, code, value)
@@ -109,4 +91,30 @@ public final class UInputDevice {
             )
         }
     }
+
+    /// Sends one event for `code`: for keys 1 presses, 0 releases, 2 is an auto-repeat; for switches the position.
+    public func emit(_ code: EvdevCode, value: Int32) throws(HardwareError) {
+        try emit(type: code.type, code: code.code, value: value)
+    }
+
+    /// Ends a report (SYN_REPORT): readers see the events sent since the last one.
+    public func sync() throws(HardwareError) {
+        try emit(type: UInt32(EV_SYN), code: UInt32(SYN_REPORT), value: 0)
+    }
+
+    /// Presses or releases a key, and ends the report.
+    public func key(_ code: EvdevCode, pressed: Bool) throws(HardwareError) {
+        try emit(code, value: pressed ? 1 : 0)
+        try sync()
+    }
+
+    /// Destroys the device: its node disappears and readers get ENODEV. Calling it again does nothing.
+    public func close() {
+        guard let uinput else { return }
+        libevdev_uinput_destroy(uinput)  // also closes /dev/uinput, which libevdev opened
+        self.uinput = nil
+    }
+
+    /// The same as ``close()``.
+    public func destroy() { close() }
 }
