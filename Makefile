@@ -6,7 +6,7 @@ SWIFT ?= swift
 APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build run test lint format clean vboard boards
+.PHONY: all deps build run test lint format clean vboard boards bench
 
 all: build
 
@@ -39,6 +39,10 @@ vboard: deps
 	$(SWIFT) build --product hush-vboard-check
 	$(SWIFT) build --product hushd
 	board/virtual/run-all.sh
+
+## bench: the benchmarks (a package of their own, Benchmarks/): see docs/performance.md.
+bench: deps
+	Benchmarks/run.sh
 
 ## boards: compile every device-tree overlay with dtc; check every board profile.
 boards:

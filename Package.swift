@@ -17,6 +17,8 @@ let package = Package(
         .library(name: "HushPolicy", targets: ["HushPolicy"]),
         .library(name: "HushTesting", targets: ["HushTesting"]),
         .library(name: "HushMixer", targets: ["HushMixer"]),
+        .library(name: "HushAudioFile", targets: ["HushAudioFile"]),
+        .library(name: "HushDaemon", targets: ["HushDaemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),

@@ -71,21 +71,31 @@ public enum SoundFile {
             )
         }
         let channels = Int(info.channels)
-        // The header may claim more frames than the file holds (a truncated download): read what is there.
-        var samples = [Float](repeating: 0, count: max(1, Int(declared)) * channels)
-        let read = samples.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, declared) }
+        // Decode straight into the buffer the mixer will read. The header may claim more frames than the file
+        // holds (a truncated download): keep what is there.
+        let capacity = max(1, Int(declared))
+        var read: sf_count_t = 0
+        let decoded = AudioBuffer(frameCount: capacity, channels: channels, sampleRate: Int(info.samplerate)) {
+            samples in
+            read = sf_readf_float(file, samples, declared)
+            let filled = max(0, Int(read)) * channels
+            (samples + filled).initialize(repeating: 0, count: capacity * channels - filled)
+        }
         if sf_error(file) != 0 {
             throw SoundFileError(path: path, reason: "decoding failed: \(String(cString: sf_strerror(file)))")
         }
         guard read > 0 else { throw SoundFileError(path: path, reason: "it holds no audio") }
-        samples.removeLast(samples.count - Int(read) * channels)
-        if samples.contains(where: { !$0.isFinite }) {
-            throw SoundFileError(path: path, reason: "it contains samples that are not numbers (NaN or infinity)")
+        let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
+        if subtype == Int32(SF_FORMAT_FLOAT) || subtype == Int32(SF_FORMAT_DOUBLE) {
+            // Only float encodings can carry NaN or infinity; integer ones decode to [-1, 1].
+            let samples = UnsafeBufferPointer(start: decoded.samples, count: Int(read) * channels)
+            if samples.contains(where: { !$0.isFinite }) {
+                throw SoundFileError(path: path, reason: "it contains samples that are not numbers (NaN or infinity)")
+            }
         }
-        guard Int(info.samplerate) != sampleRate else {
-            return AudioBuffer(interleaved: samples, channels: channels, sampleRate: sampleRate)
-        }
-        return try resample(samples, channels: channels, from: Int(info.samplerate), to: sampleRate, path: path)
+        let buffer = Int(read) == decoded.frameCount ? decoded : decoded.prefix(frames: Int(read))
+        guard Int(info.samplerate) != sampleRate else { return buffer }
+        return try resample(buffer.interleaved, channels: channels, from: Int(info.samplerate), to: sampleRate, path: path)
     }
 
     /// Converts interleaved `samples` from one rate to another with libsamplerate's best sinc converter.

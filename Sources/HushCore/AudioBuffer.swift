@@ -19,6 +19,16 @@ public final class AudioBuffer: @unchecked Sendable {
         samples.initialize(repeating: 0, count: max(1, frameCount * channels))
     }
 
+    /// A buffer whose samples `fill` writes (all `frameCount × channels` of them) before anyone reads it.
+    public init(frameCount: Int, channels: Int, sampleRate: Int, fill: (UnsafeMutablePointer<Float>) -> Void) {
+        precondition(channels > 0 && frameCount >= 0 && sampleRate > 0)
+        self.channels = channels
+        self.sampleRate = sampleRate
+        self.frameCount = frameCount
+        samples = .allocate(capacity: max(1, frameCount * channels))
+        fill(samples)
+    }
+
     /// A buffer holding `interleaved` samples.
     public convenience init(interleaved: [Float], channels: Int, sampleRate: Int) {
         self.init(frameCount: interleaved.count / channels, channels: channels, sampleRate: sampleRate)
@@ -28,6 +38,13 @@ public final class AudioBuffer: @unchecked Sendable {
     }
 
     deinit { samples.deallocate() }
+
+    /// A copy of the first `frames` frames.
+    public func prefix(frames: Int) -> AudioBuffer {
+        let copy = AudioBuffer(frameCount: min(frames, frameCount), channels: channels, sampleRate: sampleRate)
+        copy.samples.update(from: samples, count: copy.frameCount * channels)
+        return copy
+    }
 
     /// The samples as an array (for tests and analysis, not for the real-time path).
     public var interleaved: [Float] { Array(UnsafeBufferPointer(start: samples, count: frameCount * channels)) }

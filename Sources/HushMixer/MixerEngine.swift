@@ -39,7 +39,12 @@ public final class MixerEngine: @unchecked Sendable {
 
     private let voices: UnsafeMutablePointer<Voice>
     private let busGains: UnsafeMutablePointer<Ramp>
-    private let busBuffers: UnsafeMutablePointer<Float>
+    /// Per-frame gains of each bus for the current period.
+    private let busGainFrames: UnsafeMutablePointer<Float>
+    /// Per-frame gains of the voice being mixed (its own gain × fade × its bus's gain).
+    private let voiceGainFrames: UnsafeMutablePointer<Float>
+    /// 1, 2, 3, … maxFrames: the frame ordinals ramps multiply by.
+    private let ordinals: UnsafeMutablePointer<Float>
     private let mixBuffer: UnsafeMutablePointer<Float>
     private let peaks: UnsafeMutablePointer<Float>
     private let peakInterval: Int
@@ -57,8 +62,12 @@ public final class MixerEngine: @unchecked Sendable {
         busGains = .allocate(capacity: 3)
         busGains.initialize(repeating: Ramp(1), count: 3)
         let samples = format.maxFrames * format.channels
-        busBuffers = .allocate(capacity: 3 * samples)
-        busBuffers.initialize(repeating: 0, count: 3 * samples)
+        busGainFrames = .allocate(capacity: 3 * format.maxFrames)
+        busGainFrames.initialize(repeating: 1, count: 3 * format.maxFrames)
+        voiceGainFrames = .allocate(capacity: format.maxFrames)
+        voiceGainFrames.initialize(repeating: 1, count: format.maxFrames)
+        ordinals = .allocate(capacity: format.maxFrames)
+        for i in 0..<format.maxFrames { (ordinals + i).initialize(to: Float(i + 1)) }
         mixBuffer = .allocate(capacity: samples)
         mixBuffer.initialize(repeating: 0, count: samples)
         peaks = .allocate(capacity: 3)
@@ -71,7 +80,9 @@ public final class MixerEngine: @unchecked Sendable {
         telemetry.deallocate()
         voices.deallocate()
         busGains.deallocate()
-        busBuffers.deallocate()
+        busGainFrames.deallocate()
+        voiceGainFrames.deallocate()
+        ordinals.deallocate()
         mixBuffer.deallocate()
         peaks.deallocate()
     }
@@ -87,31 +98,18 @@ public final class MixerEngine: @unchecked Sendable {
         let channels = format.channels
         let samples = frames * channels
         applyCommands()
-        busBuffers.update(repeating: 0, count: 3 * format.maxFrames * channels)
+        // Each bus's gain for every frame of this period (its ramp advances once per frame, whatever plays).
+        for bus in 0..<3 {
+            let gains = busGainFrames + bus * format.maxFrames
+            gains.update(repeating: 1, count: frames)
+            busGains[bus].multiply(gains, count: frames, ordinals: ordinals)
+        }
+        mixBuffer.update(repeating: 0, count: samples)
         for index in 0..<voiceCount where voices[index].isRendering {
             mix(voice: index, frames: frames)
         }
-        mixBuffer.update(repeating: 0, count: samples)
-        for bus in 0..<3 {
-            let buffer = busBuffers + bus * format.maxFrames * channels
-            var peak = peaks[bus]
-            for frame in 0..<frames {
-                let gain = busGains[bus].next()
-                for channel in 0..<channels {
-                    let sample = buffer[frame * channels + channel] * gain
-                    mixBuffer[frame * channels + channel] += sample
-                    peak = max(peak, abs(sample))
-                }
-            }
-            peaks[bus] = peak
-        }
-        if outputGain.isMoving {
-            for frame in 0..<frames {
-                let gain = outputGain.next()
-                for channel in 0..<channels { mixBuffer[frame * channels + channel] *= gain }
-            }
-        }
-        for i in 0..<samples { mixBuffer[i] = SampleConversion.limit(mixBuffer[i]) }
+        if outputGain.isMoving { outputGain.multiplyInterleaved(mixBuffer, frames: frames, channels: channels) }
+        SampleConversion.limit(mixBuffer, count: samples)
         SampleConversion.write(mixBuffer, count: samples, to: output, format: sampleFormat)
         framesRendered += Int64(frames)
         framesSincePeaks += frames
@@ -186,7 +184,7 @@ public final class MixerEngine: @unchecked Sendable {
         return voices + Int(voice)
     }
 
-    /// Adds one voice's frames, times its gain and fade, into its bus buffer.
+    /// Adds one voice's frames, times its gain, its fade and its bus's gain, into the mix.
     private func mix(voice index: Int, frames: Int) {
         let v = voices + index
         guard let source = v.pointee.source, source.frameCount > 0 else {
@@ -194,42 +192,69 @@ public final class MixerEngine: @unchecked Sendable {
             return
         }
         let channels = format.channels
-        let bus = busBuffers + v.pointee.bus * format.maxFrames * channels
+        let bus = v.pointee.bus
+        // The voice's gain for every frame: bus × voice ramp × fade ramp, computed in vectorised passes.
+        let gains = voiceGainFrames
+        gains.update(from: busGainFrames + bus * format.maxFrames, count: frames)
+        v.pointee.gain.multiply(gains, count: frames, ordinals: ordinals)
+        let fadeEndsAt = v.pointee.fade.isMoving ? Int(v.pointee.fade.remaining) : Int.max
+        v.pointee.fade.multiply(gains, count: frames, ordinals: ordinals)
+        // A fade to silence that ends in this period pauses or rewinds the voice there.
+        let audible =
+            v.pointee.afterFade != .keepPlaying && v.pointee.fade.value == 0 ? min(frames, fadeEndsAt) : frames
+        // Peaks are tracked as the bit patterns of absolute values: ordered like the floats, and an integer
+        // maximum the compiler vectorises. Index arithmetic wraps (&*, &+) so no overflow check stops it either.
+        var peakBits = peaks[bus].bitPattern
         var done = 0
-        while done < frames && v.pointee.isRendering {
-            let chunk = min(frames - done, source.frameCount - v.pointee.position)
+        while done < audible {
+            let chunk = min(audible - done, source.frameCount - v.pointee.position)
             let input = source.samples + v.pointee.position * source.channels
-            let out = bus + done * channels
+            let out = mixBuffer + done * channels
+            let g = gains + done
             switch (source.channels, channels) {
             case (1, 1):
-                for f in 0..<chunk { out[f] += input[f] * v.pointee.nextGain() }
+                for f in 0..<chunk {
+                    let s = input[f] * g[f]
+                    out[f] += s
+                    peakBits = max(peakBits, s.bitPattern & 0x7FFF_FFFF)
+                }
             case (1, _):
                 for f in 0..<chunk {
-                    let s = input[f] * v.pointee.nextGain()
-                    out[2 * f] += s
-                    out[2 * f + 1] += s
+                    let s = input[f] * g[f]
+                    out[2 &* f] += s
+                    out[2 &* f &+ 1] += s
+                    peakBits = max(peakBits, s.bitPattern & 0x7FFF_FFFF)
                 }
             case (2, 1):
-                for f in 0..<chunk { out[f] += 0.5 * (input[2 * f] + input[2 * f + 1]) * v.pointee.nextGain() }
-            default:
-                let stride = source.channels
                 for f in 0..<chunk {
-                    let g = v.pointee.nextGain()
-                    out[2 * f] += input[stride * f] * g
-                    out[2 * f + 1] += input[stride * f + 1] * g
+                    let s = 0.5 * (input[2 &* f] + input[2 &* f &+ 1]) * g[f]
+                    out[f] += s
+                    peakBits = max(peakBits, s.bitPattern & 0x7FFF_FFFF)
+                }
+            default:
+                for f in 0..<chunk {
+                    let left = input[2 &* f] * g[f]
+                    let right = input[2 &* f &+ 1] * g[f]
+                    out[2 &* f] += left
+                    out[2 &* f &+ 1] += right
+                    peakBits = max(peakBits, max(left.bitPattern & 0x7FFF_FFFF, right.bitPattern & 0x7FFF_FFFF))
                 }
             }
             done += chunk
             v.pointee.position += chunk
-            if v.pointee.fade.remaining == 0 && v.pointee.afterFade != .keepPlaying { v.pointee.settleFade() }
             if v.pointee.position >= source.frameCount {
                 v.pointee.position = 0
                 if !v.pointee.loop {
                     v.pointee.playing = false
                     v.pointee.afterFade = .keepPlaying
                     report(.finished(voice: Int32(index)))
+                    break
                 }
             }
+        }
+        peaks[bus] = Float(bitPattern: peakBits)
+        if audible < frames || (v.pointee.fade.remaining == 0 && v.pointee.afterFade != .keepPlaying) {
+            v.pointee.settleFade()
         }
     }
 }

@@ -34,4 +34,32 @@ struct Ramp: BitwiseCopyable {
     }
 
     var isMoving: Bool { remaining > 0 }
+
+    /// Multiplies interleaved frames by this ramp's next `frames` values, advancing it.
+    @inline(__always)
+    mutating func multiplyInterleaved(_ samples: UnsafeMutablePointer<Float>, frames: Int, channels: Int) {
+        for frame in 0..<frames {
+            let gain = next()
+            for channel in 0..<channels { samples[frame * channels + channel] *= gain }
+        }
+    }
+
+    /// Multiplies `count` per-frame gains by this ramp's next `count` values, advancing it: the linear part in a
+    /// loop the compiler vectorises, then the target.
+    ///
+    /// `ordinals` holds 1, 2, 3, … (as floats), so the loop needs no integer-to-float conversion and vectorises.
+    @inline(__always) @_noAllocation @_noLocks
+    mutating func multiply(_ gains: UnsafeMutablePointer<Float>, count: Int, ordinals: UnsafePointer<Float>) {
+        guard remaining > 0 else {
+            if value != 1 { for i in 0..<count { gains[i] *= value } }
+            return
+        }
+        let moving = min(count, Int(remaining))
+        let start = value
+        let step = self.step
+        for i in 0..<moving { gains[i] *= start + step * ordinals[i] }
+        remaining -= Int32(moving)
+        value = remaining == 0 ? target : start + step * Float(moving)
+        if moving < count { for i in moving..<count { gains[i] *= value } }
+    }
 }

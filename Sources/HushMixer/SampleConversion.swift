@@ -17,10 +17,19 @@ public enum SampleConversion {
         return x < 0 ? -y : y
     }
 
+    /// Limits `count` samples in place; a block that stays under the knee (the usual case) is only scanned.
+    @_noAllocation @_noLocks
+    public static func limit(_ samples: UnsafeMutablePointer<Float>, count: Int) {
+        var peakBits: UInt32 = 0
+        for i in 0..<count { peakBits = max(peakBits, samples[i].bitPattern & 0x7FFF_FFFF) }
+        guard Float(bitPattern: peakBits) > limiterThreshold else { return }
+        for i in 0..<count { samples[i] = limit(samples[i]) }
+    }
+
     /// Writes `count` float samples (already limited to [-1, 1]) to `output` in `format`.
     ///
-    /// Integer formats scale symmetrically (1.0 → the largest positive value, -1.0 → its negation) and round half
-    /// away from zero.
+    /// Integer formats scale symmetrically (1.0 → the largest positive value, -1.0 → its negation) and round to
+    /// nearest, ties to even.
     @_noAllocation @_noLocks
     public static func write(
         _ samples: UnsafePointer<Float>,
@@ -28,39 +37,38 @@ public enum SampleConversion {
         to output: UnsafeMutableRawPointer,
         format: SampleFormat
     ) {
+        // Rounding by the "magic number" trick: adding 1.5 × 2^23 (2^52 for doubles) leaves the integer,
+        // rounded to nearest-even, in the low bits of the sum. No branches, no trapping conversions: these loops
+        // vectorise.
         switch format {
         case .s16LE:
-            let out = output.assumingMemoryBound(to: Int16.self)
-            for i in 0..<count { out[i] = Int16(littleEndianValue: Int32(clampedRound(samples[i], 32767))) }
+            let out = output.assumingMemoryBound(to: UInt16.self)
+            for i in 0..<count {
+                let scaled = max(-32767, min(32767, samples[i] * 32767)) + 12_582_912
+                out[i] = UInt16(truncatingIfNeeded: scaled.bitPattern).littleEndian
+            }
         case .s24_3LE:
             let out = output.assumingMemoryBound(to: UInt8.self)
             for i in 0..<count {
-                let value = UInt32(bitPattern: clampedRound(samples[i], 8_388_607))
-                out[3 * i] = UInt8(truncatingIfNeeded: value)
-                out[3 * i + 1] = UInt8(truncatingIfNeeded: value >> 8)
-                out[3 * i + 2] = UInt8(truncatingIfNeeded: value >> 16)
+                let value = doubleRound(samples[i], 8_388_607)
+                out[3 &* i] = UInt8(truncatingIfNeeded: value)
+                out[3 &* i &+ 1] = UInt8(truncatingIfNeeded: value >> 8)
+                out[3 &* i &+ 2] = UInt8(truncatingIfNeeded: value >> 16)
             }
         case .s32LE:
-            let out = output.assumingMemoryBound(to: Int32.self)
-            for i in 0..<count {
-                let scaled = max(-2_147_483_647, min(2_147_483_647, Double(samples[i]) * 2_147_483_647))
-                out[i] = Int32(scaled + (scaled < 0 ? -0.5 : 0.5)).littleEndian
-            }
+            let out = output.assumingMemoryBound(to: UInt32.self)
+            for i in 0..<count { out[i] = doubleRound(samples[i], 2_147_483_647).littleEndian }
         case .floatLE:
             let out = output.assumingMemoryBound(to: UInt32.self)
             for i in 0..<count { out[i] = samples[i].bitPattern.littleEndian }
         }
     }
 
-    /// `x × scale`, clamped to ±scale and rounded half away from zero.
+    /// `x × scale` clamped to ±scale, rounded to nearest-even, as the low 32 bits of a two's-complement integer.
     @inline(__always)
-    private static func clampedRound(_ x: Float, _ scale: Float) -> Int32 {
-        let scaled = max(-scale, min(scale, x * scale))
-        return Int32(scaled + (scaled < 0 ? -0.5 : 0.5))
+    private static func doubleRound(_ x: Float, _ scale: Double) -> UInt32 {
+        let scaled = max(-scale, min(scale, Double(x) * scale)) + 6_755_399_441_055_744
+        return UInt32(truncatingIfNeeded: scaled.bitPattern)
     }
-}
 
-extension Int16 {
-    @inline(__always)
-    fileprivate init(littleEndianValue value: Int32) { self = Int16(truncatingIfNeeded: value).littleEndian }
 }

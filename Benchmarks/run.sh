@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# make bench: every figure docs/performance.md records, measured in one run on this machine.
+set -euo pipefail
+cd "$(dirname "$0")"
+missing=""
+for p in sox valgrind; do command -v "$p" >/dev/null || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+    DEBIAN_FRONTEND=noninteractive $([ "$(id -u)" -eq 0 ] || echo sudo) apt-get install -y -qq \
+        -o DPkg::Lock::Timeout=600 $missing >&2
+fi
+
+echo "== package-benchmark: the render path (mallocs, wall clock) =="
+swift package --allow-writing-to-package-directory benchmark --no-progress 2>&1 |
+    grep -vE "^\[[0-9]+/[0-9]+\]|^Building|^Build |Compiling|Linking|Write |Wrapping|^$"
+
+swift build -c release --product hush-mixbench >/dev/null
+bench=.build/release/hush-mixbench
+# valgrind 3.19 cannot read the toolchain's DWARF 5: count instructions on a copy without debug sections.
+stripped=$(mktemp)
+trap 'rm -f "$stripped"' EXIT
+strip --strip-debug -o "$stripped" "$bench"
+
+echo
+echo "== callgrind: instructions per output frame (3 stereo voices, every gain ramping) =="
+count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$stripped" periods "$1" 2>&1 | sed -n 's/.*Collected : //p'; }
+small=$(count 2000)
+large=$(count 4000)
+echo "2000 periods: $small instructions; 4000 periods: $large instructions"
+echo "per output frame: $(( (large - small) / (2000 * 64) )) instructions ($(( (large - small) / (2000 * 64 * 6) )) per voice-sample)"
+
+echo
+echo "== memcheck: allocations per render period after warm-up =="
+allocs() { valgrind "$stripped" periods "$1" 2>&1 | sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' | tr -d ,; }
+a=$(allocs 2000)
+b=$(allocs 4000)
+echo "2000 periods: $a allocations; 4000 periods: $b allocations; per period: $(( (b - a) / 2000 ))"
+
+echo
+echo "== offline mix against sox, and hushd render throughput =="
+"$bench" compare "$(mktemp -d)"
+"$bench" render 60
