@@ -33,6 +33,25 @@ func playInBackground(_ scenario: String, extra: String = "") throws {
     try require(system(command) == 0, "could not start hushd play")
 }
 
+/// Waits up to `seconds` for hushd play to print its summary; returns the whole log.
+func awaitPlaySummary(seconds: Double) -> String {
+    let start = monotonicNow()
+    while monotonicNow() - start < .milliseconds(Int64(seconds * 1000)) {
+        if let log = readWholeFile("/tmp/hushd-play.log"), log.contains("played ") { return log }
+        sleep(.milliseconds(100))
+    }
+    return readWholeFile("/tmp/hushd-play.log") ?? ""
+}
+
+func readWholeFile(_ path: String) -> String? {
+    guard let file = fopen(path, "r") else { return nil }
+    defer { fclose(file) }
+    var text = ""
+    var buffer = [CChar](repeating: 0, count: 4096)
+    while fgets(&buffer, Int32(buffer.count), file) != nil { text += String(cString: buffer) }
+    return text
+}
+
 let outputChecks: [Check] = [
     Check(name: "output-silence-switch-on-snd-aloop") {
         // hushd plays music (440 Hz) and an ambient effect (1000 Hz) into snd-aloop; the capture side hears it.
@@ -61,5 +80,35 @@ let outputChecks: [Check] = [
         try require(level(440, samples, at: onset + 2.0) > -31, "the music is not silenced")
         try require(level(1000, samples, at: onset + 3.6) > -31, "the effect is back after silence off")
         print("  music onset at \(onset) s of capture; levels match the policy")
-    }
+    },
+    Check(name: "output-underrun-recovery-sigstop") {
+        // hushd is stopped (SIGSTOP) for 200 ms while it plays: the device underruns, hushd counts it, recovers
+        // with a fade-in, and the music comes back.
+        try playInBackground(
+            """
+            0 activate 1 music playback tone=440 loop
+            0 play 1
+            5 end
+            """
+        )
+        let stopper = "sleep 2; killall -STOP hushd; sleep 0.2; killall -CONT hushd"
+        try require(system("(\(stopper)) &") == 0, "could not start the stopper")
+        let samples = try record("hw:Loopback,1,0", seconds: 4.5, periodFrames: 256)
+        let log = awaitPlaySummary(seconds: 5)
+        print(
+            log.split(separator: "\n").filter { $0.contains("underrun") || $0.contains("played") }.map {
+                "  hushd: \($0)"
+            }.joined(separator: "\n")
+        )
+        guard let summary = log.split(separator: "\n").first(where: { $0.hasPrefix("played ") }),
+            let count = summary.split(separator: ",").first(where: { $0.contains("underruns") })?
+                .split(separator: " ").first.flatMap({ Int($0) })
+        else { throw CheckFailure("hushd play printed no summary: \(log)") }
+        try require(count >= 1, "SIGSTOP for 200 ms caused no counted underrun (\(summary))")
+        guard let onset = stride(from: 0.0, to: 1.5, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
+        else { throw CheckFailure("the music never arrived") }
+        let after = level(440, samples, at: onset + 3.0)
+        try require(abs(after - (-30.02)) < 1, "the music is back after the stop: \(after) dBFS")
+        print("  \(count) underrun(s) counted; music back at \(Int(after.rounded())) dBFS")
+    },
 ]
