@@ -95,7 +95,13 @@ public enum SoundFile {
         }
         let buffer = Int(read) == decoded.frameCount ? decoded : decoded.prefix(frames: Int(read))
         guard Int(info.samplerate) != sampleRate else { return buffer }
-        return try resample(buffer.interleaved, channels: channels, from: Int(info.samplerate), to: sampleRate, path: path)
+        return try resample(
+            buffer.interleaved,
+            channels: channels,
+            from: Int(info.samplerate),
+            to: sampleRate,
+            path: path
+        )
     }
 
     /// Converts interleaved `samples` from one rate to another with libsamplerate's best sinc converter.

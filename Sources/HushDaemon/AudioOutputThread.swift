@@ -31,6 +31,8 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     public let engine: MixerEngine
     public let configuration: PlaybackConfiguration
+    /// What the device granted at start: a reopened device must grant the same to be used.
+    public let granted: PlaybackConfiguration
     public let counters = Counters()
     /// How long an underrun's fade-in lasts.
     public var recoveryFade: Duration = .milliseconds(5)
@@ -47,6 +49,7 @@ public final class AudioOutputThread: @unchecked Sendable {
         self.engine = engine
         self.playback = playback
         configuration = playback.requested
+        granted = playback.granted
         self.priority = priority
         self.logger = logger
         counters.deviceOpen.store(1, ordering: .relaxed)
@@ -110,8 +113,8 @@ public final class AudioOutputThread: @unchecked Sendable {
     }
 
     private func loop() {
-        let frames = configuration.periodFrames
-        let bytes = frames * configuration.channels * configuration.format.bytesPerSample
+        let frames = granted.periodFrames
+        let bytes = frames * granted.channels * granted.format.bytesPerSample
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
         defer { buffer.deallocate() }
         var backoff = Duration.milliseconds(100)
@@ -119,7 +122,7 @@ public final class AudioOutputThread: @unchecked Sendable {
             guard let device = playback else {
                 sleepFor(backoff)
                 backoff = min(backoff * 2, .seconds(2))
-                if let reopened = try? ALSAPlayback(configuration), reopened.granted == granted(reopened) {
+                if let reopened = try? ALSAPlayback(configuration), reopened.granted == granted {
                     playback = reopened
                     backoff = .milliseconds(100)
                     counters.reopenings.add(1, ordering: .relaxed)
@@ -145,15 +148,6 @@ public final class AudioOutputThread: @unchecked Sendable {
                 sleepFor(.milliseconds(10))
             }
         }
-    }
-
-    /// A reopened device must grant what the engine was built for; otherwise keep retrying.
-    private func granted(_ reopened: ALSAPlayback) -> PlaybackConfiguration {
-        var expected = reopened.granted
-        expected.sampleRate = engine.format.sampleRate
-        expected.channels = engine.format.channels
-        expected.periodFrames = configuration.periodFrames
-        return expected
     }
 
     private func sleepFor(_ duration: Duration) {

@@ -66,7 +66,7 @@ let outputChecks: [Check] = [
             4.5 end
             """
         )
-        let samples = try record("hw:Loopback,1,0", seconds: 5.5, periodFrames: 256)
+        let samples = try record("hw:Loopback,1,0", seconds: 5.5, periodFrames: 512)
         print(readFile("/tmp/hushd-play.log").map { "  hushd: \($0)" } ?? "  (no hushd log)")
         guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
         else { throw CheckFailure("the music never arrived on the capture side") }
@@ -93,7 +93,7 @@ let outputChecks: [Check] = [
         )
         let stopper = "sleep 2; killall -STOP hushd; sleep 0.2; killall -CONT hushd"
         try require(system("(\(stopper)) &") == 0, "could not start the stopper")
-        let samples = try record("hw:Loopback,1,0", seconds: 4.5, periodFrames: 256)
+        let samples = try record("hw:Loopback,1,0", seconds: 4.5, periodFrames: 512)
         let log = awaitPlaySummary(seconds: 5)
         print(
             log.split(separator: "\n").filter { $0.contains("underrun") || $0.contains("played") }.map {
@@ -110,5 +110,34 @@ let outputChecks: [Check] = [
         let after = level(440, samples, at: onset + 3.0)
         try require(abs(after - (-30.02)) < 1, "the music is back after the stop: \(after) dBFS")
         print("  \(count) underrun(s) counted; music back at \(Int(after.rounded())) dBFS")
+    },
+    Check(name: "output-smallest-period") {
+        // The smallest period the emulated machine sustains through snd-aloop without an underrun, with the
+        // capture side reading: tried from small to large, 3 s each.
+        var sustained: Int?
+        for period in [64, 128, 256, 512, 1024, 2048] {
+            let path = "/tmp/scenario-period.txt"
+            try writeFile(path, "0 activate 1 music playback tone=440 loop\n0 play 1\n3 end\n")
+            let command =
+                "/payload/hushd play --board /payload/virtual.toml --pcm hw:Loopback,0,0 --period \(period)"
+                + " --scenario \(path) >/tmp/hushd-play.log 2>&1 &"
+            try require(system(command) == 0, "could not start hushd play")
+            _ = try? record("hw:Loopback,1,0", seconds: 2.8, periodFrames: period)
+            let log = awaitPlaySummary(seconds: 5)
+            let summary = log.split(separator: "\n").first { $0.hasPrefix("played ") }.map(String.init) ?? "no summary"
+            print("  period \(period): \(summary)")
+            sleep(.milliseconds(300))
+            // Sustained: no underrun, and the device really took 3 s of periods (a stalled device takes few).
+            let periods =
+                summary.split(separator: " ").firstIndex(of: "periods,").flatMap { index in
+                    Int(summary.split(separator: " ")[index - 1])
+                } ?? 0
+            if summary.contains(" 0 underruns") && periods >= 3 * 48000 / period * 9 / 10 {
+                sustained = period
+                break
+            }
+        }
+        guard let sustained else { throw CheckFailure("no period up to 2048 frames ran without underruns") }
+        print("  smallest period sustained under TCG: \(sustained) frames")
     },
 ]

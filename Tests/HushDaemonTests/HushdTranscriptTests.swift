@@ -130,7 +130,7 @@ struct RenderCommandTests {
         #expect(result.status == 0, "\(result.error)")
         #expect(
             result.output
-                == "rendered 1.000 s at 48000 Hz, 2 ch, 256-frame periods to \(directory)/o.wav (9 decisions)\n"
+                == "rendered 1.000 s at 48000 Hz, 2 ch, 512-frame periods to \(directory)/o.wav (9 decisions)\n"
         )
         let events = try String(contentsOfFile: directory + "/e.jsonl", encoding: .utf8).split(separator: "\n")
         #expect(events.count == 9)
