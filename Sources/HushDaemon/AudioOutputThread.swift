@@ -121,7 +121,7 @@ public final class AudioOutputThread: @unchecked Sendable {
         while running.load(ordering: .relaxed) {
             guard let device = playback else {
                 sleepFor(backoff)
-                backoff = min(backoff * 2, .seconds(2))
+                backoff = min(backoff * 2, .milliseconds(250))
                 if let reopened = try? ALSAPlayback(configuration), reopened.granted == granted {
                     playback = reopened
                     backoff = .milliseconds(100)
