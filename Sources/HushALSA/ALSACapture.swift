@@ -13,24 +13,8 @@ public final class ALSACapture {
 
     /// Opens `configuration.pcm` for capture with the nearest setup it accepts.
     public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
-        var handle: OpaquePointer?
-        let result = snd_pcm_open(&handle, configuration.pcm, SND_PCM_STREAM_CAPTURE, 0)
-        guard result == 0, let handle else {
-            throw HardwareError(
-                operation: "open capture device",
-                device: "'\(configuration.pcm)'",
-                errno: -result,
-                message: ALSAErrors.message(result)
-            )
-        }
-        pcm = handle
-        do {
-            granted = try ALSAPlayback.negotiate(handle, configuration, capture: true)
-        } catch {
-            snd_pcm_close(handle)
-            throw error
-        }
-        _ = snd_pcm_prepare(handle)
+        (pcm, granted) = try ALSAPlayback.open(configuration, capture: true)
+        _ = snd_pcm_prepare(pcm)
     }
 
     deinit { snd_pcm_close(pcm) }

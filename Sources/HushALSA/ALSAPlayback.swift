@@ -60,28 +60,10 @@ public final class ALSAPlayback {
     /// Opens `configuration.pcm` and negotiates the nearest setup the device accepts.
     public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
         requested = configuration
-        var handle: OpaquePointer?
-        var result = snd_pcm_open(&handle, configuration.pcm, SND_PCM_STREAM_PLAYBACK, 0)
-        guard result == 0, let handle else {
-            throw HardwareError(
-                operation: "open playback device",
-                device: "'\(configuration.pcm)'",
-                errno: -result,
-                message: result == -EBUSY
-                    ? "the device is busy: another program plays on it (use a dmix PCM, or stop the other program)"
-                    : ALSAErrors.message(result)
-            )
-        }
-        pcm = handle
-        do {
-            granted = try Self.negotiate(handle, configuration)
-        } catch {
-            snd_pcm_close(handle)
-            throw error
-        }
-        result = snd_pcm_prepare(handle)
+        (pcm, granted) = try Self.open(configuration, capture: false)
+        let result = snd_pcm_prepare(pcm)
         guard result == 0 else {
-            snd_pcm_close(handle)
+            // Fully initialised: deinit closes the device.
             throw HardwareError(
                 operation: "prepare playback device",
                 device: "'\(configuration.pcm)'",
@@ -130,6 +112,34 @@ public final class ALSAPlayback {
         var delay: snd_pcm_sframes_t = 0
         guard snd_pcm_avail_delay(pcm, &available, &delay) == 0 else { return nil }
         return Int(delay)
+    }
+
+    /// Opens a PCM for playback or capture and negotiates its setup; the handle is closed again on failure.
+    static func open(
+        _ configuration: PlaybackConfiguration,
+        capture: Bool
+    ) throws(HardwareError)
+        -> (OpaquePointer, PlaybackConfiguration)
+    {
+        var handle: OpaquePointer?
+        let stream = capture ? SND_PCM_STREAM_CAPTURE : SND_PCM_STREAM_PLAYBACK
+        let result = snd_pcm_open(&handle, configuration.pcm, stream, 0)
+        guard result == 0, let handle else {
+            throw HardwareError(
+                operation: capture ? "open capture device" : "open playback device",
+                device: "'\(configuration.pcm)'",
+                errno: -result,
+                message: result == -EBUSY
+                    ? "the device is busy: another program uses it (use a dmix/dsnoop PCM, or stop the other program)"
+                    : ALSAErrors.message(result)
+            )
+        }
+        do {
+            return (handle, try negotiate(handle, configuration, capture: capture))
+        } catch {
+            snd_pcm_close(handle)
+            throw error
+        }
     }
 
     static func negotiate(

@@ -45,20 +45,9 @@ enum PlayCommand {
                 pcm = output.pcm ?? pcm
             }
             if let name = options["--pcm"] { pcm = name }
-            if let period = options["--period"] {
-                guard let value = Int(period), (16...8192).contains(value) else {
-                    throw CommandError("--period must be between 16 and 8192 frames, not '\(period)'")
-                }
-                output.periodFrames = value
-            }
+            if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
             let priority = Int32(options["--priority"] ?? "70") ?? 70
-            let text: String
-            do {
-                text = try String(contentsOfFile: scenarioPath, encoding: .utf8)
-            } catch {
-                throw CommandError("cannot read scenario '\(scenarioPath)': \(error.localizedDescription)")
-            }
-            let scenario = try Scenario.parse(text, file: scenarioPath)
+            let scenario = try Scenario.load(scenarioPath)
             let playback = try ALSAPlayback(
                 PlaybackConfiguration(
                     pcm: pcm,

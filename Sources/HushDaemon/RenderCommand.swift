@@ -57,19 +57,8 @@ enum RenderCommand {
                 }
                 output.channels = value
             }
-            if let period = options["--period"] {
-                guard let value = Int(period), (16...8192).contains(value) else {
-                    throw CommandError("--period must be between 16 and 8192 frames, not '\(period)'")
-                }
-                output.periodFrames = value
-            }
-            let text: String
-            do {
-                text = try String(contentsOfFile: scenarioPath, encoding: .utf8)
-            } catch {
-                throw CommandError("cannot read scenario '\(scenarioPath)': \(error.localizedDescription)")
-            }
-            let scenario = try Scenario.parse(text, file: scenarioPath)
+            if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
+            let scenario = try Scenario.load(scenarioPath)
             let renderer = ScenarioRenderer(
                 scenario: scenario,
                 sampleRate: output.sampleRate,
@@ -101,4 +90,25 @@ enum RenderCommand {
 struct CommandError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+
+    /// `--period`'s value, checked.
+    static func periodFrames(_ text: String) throws(CommandError) -> Int {
+        guard let value = Int(text), (16...8192).contains(value) else {
+            throw CommandError("--period must be between 16 and 8192 frames, not '\(text)'")
+        }
+        return value
+    }
+}
+
+extension Scenario {
+    /// Reads and parses the scenario file at `path`.
+    static func load(_ path: String) throws -> Scenario {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CommandError("cannot read scenario '\(path)': \(error.localizedDescription)")
+        }
+        return try Scenario.parse(text, file: path)
+    }
 }
