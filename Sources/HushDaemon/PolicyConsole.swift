@@ -11,6 +11,8 @@ public final class PolicyConsole {
     private let sleep: (Instant) -> Void
     private let write: (String) -> Void
     private var nextSessionNumber: UInt64 = 1
+    /// When the console started: times are shown from here, not from boot.
+    private let origin: Instant
 
     /// - Parameters:
     ///   - sleep: waits until the given instant has passed on `clock` (for a manual clock: advances it).
@@ -26,7 +28,8 @@ public final class PolicyConsole {
         self.clock = clock
         self.sleep = sleep
         self.write = write
-        let startup = policy.start(at: clock.now())
+        origin = clock.now()
+        let startup = policy.start(at: origin)
         print(startup, because: "start-up")
     }
 
@@ -95,7 +98,7 @@ public final class PolicyConsole {
     }
 
     private func print(_ decisions: [Decision], because event: String) {
-        write("\(clock.now()) \(event)")
+        write("\(Instant(nanoseconds: clock.now().nanoseconds - origin.nanoseconds)) \(event)")
         for decision in decisions { write("  \(decision)") }
     }
 
