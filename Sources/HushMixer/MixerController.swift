@@ -19,6 +19,7 @@ public final class MixerController {
 
     private var slots: [SessionID: Int32] = [:]
     private var buffers: [Int32: AudioBuffer] = [:]
+    private var rings: [Int32: SampleRing] = [:]
     private var releasing: Set<Int32> = []
     private var gains: [SessionID: Gain] = [:]
     private var pending: [MixerCommand] = []
@@ -57,6 +58,35 @@ public final class MixerController {
                 gain: (gains[session] ?? .unity).linear
             )
         )
+    }
+
+    /// Gives `session` a live or streamed source on `bus`: frames arrive through `ring` at the mixer's rate.
+    /// The caller keeps feeding the ring and frees it after ``detach(_:)`` once ``isReleased(_:)`` says so.
+    public func attach(_ session: SessionID, bus: Bus, ring: SampleRing) throws(AttachError) {
+        guard ring.channels == 1 || ring.channels == 2 else {
+            throw AttachError(description: "the source has \(ring.channels) channels; hush plays mono or stereo")
+        }
+        detach(session)
+        let used = Set(slots.values).union(releasing)
+        guard let slot = (0..<Int32(engine.voiceCount)).first(where: { !used.contains($0) }) else {
+            throw AttachError(description: "all \(engine.voiceCount) voices are in use")
+        }
+        slots[session] = slot
+        rings[slot] = ring
+        send(
+            .attach(
+                voice: slot,
+                bus: bus.index,
+                source: VoiceSource(ring),
+                loop: false,
+                gain: (gains[session] ?? .unity).linear
+            )
+        )
+    }
+
+    /// Whether no voice reads `ring` any more (so it may be freed).
+    public func isReleased(_ ring: SampleRing) -> Bool {
+        !rings.values.contains { $0.storage == ring.storage }
     }
 
     /// Takes `session`'s sound away; its buffer is freed once the engine confirms.
@@ -103,6 +133,7 @@ public final class MixerController {
             case .released(let voice):
                 releasing.remove(voice)
                 buffers[voice] = nil
+                rings[voice] = nil
             case .peaks(let effect, let music, let ringer):
                 peaks = [.effect: effect, .music: music, .ringer: ringer]
             }

@@ -43,6 +43,8 @@ public final class MixerEngine: @unchecked Sendable {
     private let busGainFrames: UnsafeMutablePointer<Float>
     /// Per-frame gains of the voice being mixed (its own gain × fade × its bus's gain).
     private let voiceGainFrames: UnsafeMutablePointer<Float>
+    /// Where a ring-fed voice's frames land before they are mixed (stereo at most).
+    private let ringScratch: UnsafeMutablePointer<Float>
     /// 1, 2, 3, … maxFrames: the frame ordinals ramps multiply by.
     private let ordinals: UnsafeMutablePointer<Float>
     private let mixBuffer: UnsafeMutablePointer<Float>
@@ -66,6 +68,8 @@ public final class MixerEngine: @unchecked Sendable {
         busGainFrames.initialize(repeating: 1, count: 3 * format.maxFrames)
         voiceGainFrames = .allocate(capacity: format.maxFrames)
         voiceGainFrames.initialize(repeating: 1, count: format.maxFrames)
+        ringScratch = .allocate(capacity: 2 * format.maxFrames)
+        ringScratch.initialize(repeating: 0, count: 2 * format.maxFrames)
         ordinals = .allocate(capacity: format.maxFrames)
         for i in 0..<format.maxFrames { (ordinals + i).initialize(to: Float(i + 1)) }
         mixBuffer = .allocate(capacity: samples)
@@ -83,6 +87,7 @@ public final class MixerEngine: @unchecked Sendable {
         busGainFrames.deallocate()
         voiceGainFrames.deallocate()
         ordinals.deallocate()
+        ringScratch.deallocate()
         mixBuffer.deallocate()
         peaks.deallocate()
     }
@@ -187,7 +192,7 @@ public final class MixerEngine: @unchecked Sendable {
     /// Adds one voice's frames, times its gain, its fade and its bus's gain, into the mix.
     private func mix(voice index: Int, frames: Int) {
         let v = voices + index
-        guard let source = v.pointee.source, source.frameCount > 0 else {
+        guard let source = v.pointee.source, source.frameCount > 0 || source.ring != nil else {
             v.pointee.playing = false
             return
         }
@@ -207,8 +212,18 @@ public final class MixerEngine: @unchecked Sendable {
         var peakBits = peaks[bus].bitPattern
         var done = 0
         while done < audible {
-            let chunk = min(audible - done, source.frameCount - v.pointee.position)
-            let input = source.samples + v.pointee.position * source.channels
+            let chunk: Int
+            let input: UnsafePointer<Float>
+            if let ring = source.ring {
+                // Live or streamed: take what has arrived; what has not plays as silence (counted by the ring).
+                chunk = audible - done
+                let got = ring.read(into: ringScratch, frames: chunk)
+                (ringScratch + got * source.channels).update(repeating: 0, count: (chunk - got) * source.channels)
+                input = UnsafePointer(ringScratch)
+            } else {
+                chunk = min(audible - done, source.frameCount - v.pointee.position)
+                input = source.samples + v.pointee.position * source.channels
+            }
             let out = mixBuffer + done * channels
             let g = gains + done
             switch (source.channels, channels) {
@@ -241,6 +256,7 @@ public final class MixerEngine: @unchecked Sendable {
                 }
             }
             done += chunk
+            if source.ring != nil { continue }
             v.pointee.position += chunk
             if v.pointee.position >= source.frameCount {
                 v.pointee.position = 0

@@ -5,11 +5,21 @@ public struct VoiceSource: BitwiseCopyable, @unchecked Sendable {
     public var samples: UnsafePointer<Float>
     public var frameCount: Int
     public var channels: Int
+    /// A live or streamed source: frames come from this ring as they arrive (position and looping do not apply;
+    /// frames that are late play as silence).
+    public var ring: SampleRing?
 
     public init(_ buffer: AudioBuffer) {
         samples = UnsafePointer(buffer.samples)
         frameCount = buffer.frameCount
         channels = buffer.channels
+    }
+
+    public init(_ ring: SampleRing) {
+        samples = UnsafePointer(ring.storage)
+        frameCount = 0
+        channels = ring.channels
+        self.ring = ring
     }
 }
 
