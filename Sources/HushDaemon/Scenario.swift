@@ -12,12 +12,15 @@ import HushPolicy
 /// ```
 ///
 /// The commands are the console's (see `help`). `activate` also takes `sound=FILE` (relative to the scenario's
-/// directory) or `tone=HZ` (a sine at -6 dBFS, generated), and `loop`. docs/render.md documents the format.
+/// directory), `tone=HZ` (a sine at -6 dBFS, generated) or `capture=PCM` (a live ALSA capture device, for
+/// `hushd play`), and `loop`. docs/render.md documents the format.
 public struct Scenario: Sendable {
     /// Where a session's sound comes from.
     public enum Sound: Hashable, Sendable {
         case file(String)
         case tone(frequency: Double)
+        /// A live ALSA capture device (`hushd play` only).
+        case capture(pcm: String)
     }
 
     /// One timed line.
@@ -84,6 +87,8 @@ public struct Scenario: Sendable {
                         throw ParseError(file: file, line: number, message: "tone= takes a frequency in Hz below 20000")
                     }
                     sound = .tone(frequency: hz)
+                } else if word.hasPrefix("capture=") {
+                    sound = .capture(pcm: String(word.dropFirst(8)))
                 } else if word == "loop" {
                     loop = true
                 } else {
@@ -108,7 +113,11 @@ public struct Scenario: Sendable {
                 nextSession = max(nextSession, id.rawValue + 1)
             default:
                 if sound != nil || loop {
-                    throw ParseError(file: file, line: number, message: "sound=, tone= and loop go with activate")
+                    throw ParseError(
+                        file: file,
+                        line: number,
+                        message: "sound=, tone=, capture= and loop go with activate"
+                    )
                 }
             }
             steps.append(Step(time: time, line: number, command: command, sound: sound, loop: loop))

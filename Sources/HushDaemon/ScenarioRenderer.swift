@@ -36,6 +36,9 @@ public final class ScenarioRenderer {
     private let engine: MixerEngine
     private let controller: MixerController
     private var sounds: [Scenario.Sound: AudioBuffer] = [:]
+    /// Live captures feeding voices (`play` only); kept until the engine no longer reads them.
+    private var feeders: [CaptureFeeder] = []
+    private var live = false
 
     public init(
         scenario: Scenario,
@@ -97,6 +100,8 @@ public final class ScenarioRenderer {
         -> AudioOutputThread.Counters
     {
         let clock = SystemClock()
+        live = true
+        defer { for feeder in feeders { feeder.stop() } }
         let output = AudioOutputThread(engine: engine, playback: playback, priority: priority, logger: logger)
         do {
             try output.start()
@@ -157,7 +162,11 @@ public final class ScenarioRenderer {
         switch step.command {
         case .event(let event):
             apply(policy.handle(event, at: time), at: time)
-            if case .activate(let id, _, let configuration) = event, let sound = step.sound,
+            if case .activate(let id, _, let configuration) = event, case .capture(let pcm) = step.sound,
+                policy.session(id) != nil
+            {
+                try attachCapture(id, bus: configuration.bus, pcm: pcm, line: step.line)
+            } else if case .activate(let id, _, let configuration) = event, let sound = step.sound,
                 policy.session(id) != nil
             {
                 let buffer = try load(sound, line: step.line)
@@ -197,6 +206,27 @@ public final class ScenarioRenderer {
         }
     }
 
+    private func attachCapture(_ id: SessionID, bus: Bus, pcm: String, line: Int) throws(RenderError) {
+        guard live else {
+            throw RenderError(description: "line \(line): capture=\(pcm) is live audio: use hushd play, not render")
+        }
+        do {
+            let feeder = try CaptureFeeder(
+                pcm: pcm,
+                sampleRate: format.sampleRate,
+                channels: format.channels,
+                periodFrames: periodFrames
+            )
+            try feeder.start()
+            feeders.append(feeder)
+            try controller.attach(id, bus: bus, ring: feeder.ring)
+        } catch let error as HardwareError {
+            throw RenderError(description: "line \(line): \(error.description)")
+        } catch {
+            throw RenderError(description: "line \(line): \(error)")
+        }
+    }
+
     private func load(_ sound: Scenario.Sound, line: Int) throws(RenderError) -> AudioBuffer {
         if let cached = sounds[sound] { return cached }
         let buffer: AudioBuffer
@@ -209,6 +239,8 @@ public final class ScenarioRenderer {
                 sampleRate: format.sampleRate,
                 loopable: true
             )
+        case .capture(let pcm):
+            throw RenderError(description: "line \(line): capture=\(pcm) is live audio: use hushd play, not render")
         case .file(let path):
             do {
                 buffer = try SoundFile.load(path, sampleRate: format.sampleRate)

@@ -52,6 +52,26 @@ func readWholeFile(_ path: String) -> String? {
     return text
 }
 
+/// Plays a 440 Hz tone at -6 dBFS into `pcm` for `seconds`; false when the device cannot be used.
+func playTone(pcm: String, seconds: Double) -> Bool {
+    guard let playback = try? ALSAPlayback(PlaybackConfiguration(pcm: pcm, periodFrames: 512, periods: 3)) else {
+        return false
+    }
+    let frames = 512
+    var samples = [Int16](repeating: 0, count: frames * 2)
+    var n = 0
+    while Double(n) < seconds * 48000 {
+        for frame in 0..<frames {
+            let value = Int16(16384 * sin(2 * Double.pi * 440 * Double(n + frame) / 48000))
+            samples[2 * frame] = value
+            samples[2 * frame + 1] = value
+        }
+        _ = samples.withUnsafeBytes { playback.write($0.baseAddress!, frames: frames) }
+        n += frames
+    }
+    return true
+}
+
 let outputChecks: [Check] = [
     Check(name: "output-silence-switch-on-snd-aloop") {
         // hushd plays music (440 Hz) and an ambient effect (1000 Hz) into snd-aloop; the capture side hears it.
@@ -139,5 +159,29 @@ let outputChecks: [Check] = [
         }
         guard let sustained else { throw CheckFailure("no period up to 2048 frames ran without underruns") }
         print("  smallest period sustained under TCG: \(sustained) frames")
+    },
+    Check(name: "output-live-capture-into-music-bus") {
+        // A program plays a 440 Hz tone into snd-aloop's second substream; hushd captures it as a live voice on
+        // the music bus (playback category), mixes it out through the first substream; unplugging pauses it (R5).
+        try require(system("/payload/hush-vboard-check --tone hw:Loopback,0,1 6 >/tmp/tone.log 2>&1 &") == 0, "no tone")
+        sleep(.milliseconds(300))
+        try playInBackground(
+            """
+            0 plug
+            0 activate 1 music playback capture=hw:Loopback,1,1
+            0 play 1
+            2.5 unplug
+            4.5 end
+            """
+        )
+        let samples = try record("hw:Loopback,1,0", seconds: 5, periodFrames: 512)
+        let log = awaitPlaySummary(seconds: 5)
+        guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
+        else { throw CheckFailure("the captured tone never came out of hushd: \(log)") }
+        let live = level(440, samples, at: onset + 0.8)
+        try require(abs(live - (-30.02)) < 1.5, "the live voice at system volume 8 should be -30 dBFS, is \(live)")
+        let paused = level(440, samples, at: onset + 3.2)
+        try require(paused < -80, "after the unplug the live voice is paused (R5): \(paused) dBFS")
+        print("  live capture at \(Int(live.rounded())) dBFS, paused by the unplug")
     },
 ]

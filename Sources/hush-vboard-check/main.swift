@@ -9,6 +9,10 @@ import Glibc
 #endif
 
 let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--tone", arguments.count == 3, let seconds = Double(arguments[2]) {
+    // A helper for the output checks: a 440 Hz tone at -6 dBFS into a playback PCM, paced by the device.
+    exit(playTone(pcm: arguments[1], seconds: seconds) ? 0 : 1)
+}
 if arguments == ["--list"] {
     for check in allChecks { print(check.name) }
     exit(0)

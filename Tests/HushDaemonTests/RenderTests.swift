@@ -180,7 +180,7 @@ struct RenderTests {
                 "test.txt:2: a line starts with its time in seconds ('1.5', '+0.25'), not 'soon'"
             ),
             ("1 play 1\n0.5 play 1", "test.txt:2: time 0.500s is before the previous line's 1.000s"),
-            ("0 play 1 loop", "test.txt:1: sound=, tone= and loop go with activate"),
+            ("0 play 1 loop", "test.txt:1: sound=, tone=, capture= and loop go with activate"),
             ("0 status", "test.txt:1: 'status' has no meaning in a scenario"),
             ("0 volume 99", "test.txt:1: volume must be between 0 and 16, not 99"),
             ("0 activate 1 music playback tone=99999", "test.txt:1: tone= takes a frequency in Hz below 20000"),
