@@ -12,8 +12,8 @@ import HushPolicy
 /// ```
 ///
 /// The commands are the console's (see `help`). `activate` also takes `sound=FILE` (relative to the scenario's
-/// directory), `tone=HZ` (a sine at -6 dBFS, generated) or `capture=PCM` (a live ALSA capture device, for
-/// `hushd play`), and `loop`. docs/render.md documents the format.
+/// directory; `stream=FILE` decodes a long one while it plays), `tone=HZ` (a sine at -6 dBFS, generated) or
+/// `capture=PCM` (a live ALSA capture device, for `hushd play`), and `loop`. docs/render.md documents the format.
 public struct Scenario: Sendable {
     /// Where a session's sound comes from.
     public enum Sound: Hashable, Sendable {
@@ -21,6 +21,8 @@ public struct Scenario: Sendable {
         case tone(frequency: Double)
         /// A live ALSA capture device (`hushd play` only).
         case capture(pcm: String)
+        /// A long file, decoded while it plays instead of all at once.
+        case stream(String)
     }
 
     /// One timed line.
@@ -87,6 +89,8 @@ public struct Scenario: Sendable {
                         throw ParseError(file: file, line: number, message: "tone= takes a frequency in Hz below 20000")
                     }
                     sound = .tone(frequency: hz)
+                } else if word.hasPrefix("stream=") {
+                    sound = .stream(resolve(String(word.dropFirst(7)), in: directory))
                 } else if word.hasPrefix("capture=") {
                     sound = .capture(pcm: String(word.dropFirst(8)))
                 } else if word == "loop" {

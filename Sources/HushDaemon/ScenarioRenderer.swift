@@ -38,6 +38,9 @@ public final class ScenarioRenderer {
     private var sounds: [Scenario.Sound: AudioBuffer] = [:]
     /// Live captures feeding voices (`play` only); kept until the engine no longer reads them.
     private var feeders: [CaptureFeeder] = []
+    /// Streamed files by session; those being let go wait here until the engine no longer reads their ring.
+    private var streams: [SessionID: (streamer: FileStreamer, bus: Bus, path: String, loop: Bool, rewind: Bool)] = [:]
+    private var retiringStreams: [FileStreamer] = []
     private var live = false
 
     public init(
@@ -76,6 +79,7 @@ public final class ScenarioRenderer {
             for session in controller.poll() {
                 apply(policy.handle(.finished(session), at: now), at: now)
             }
+            try serviceStreams(at: now)
             let frames = min(periodFrames, totalFrames - frame)
             output.withUnsafeMutableBufferPointer { buffer in
                 engine.render(
@@ -124,6 +128,7 @@ public final class ScenarioRenderer {
                 apply(policy.handle(.timePassed, at: deadline), at: deadline)
             }
             for session in controller.poll() { apply(policy.handle(.finished(session), at: now), at: now) }
+            try serviceStreams(at: now)
             let underruns = output.counters.underruns.load(ordering: .relaxed)
             if underruns != reportedUnderruns {
                 logger.warning(
@@ -162,7 +167,11 @@ public final class ScenarioRenderer {
         switch step.command {
         case .event(let event):
             apply(policy.handle(event, at: time), at: time)
-            if case .activate(let id, _, let configuration) = event, case .capture(let pcm) = step.sound,
+            if case .activate(let id, _, let configuration) = event, case .stream(let path) = step.sound,
+                policy.session(id) != nil
+            {
+                try attachStream(id, bus: configuration.bus, path: path, loop: step.loop, line: step.line)
+            } else if case .activate(let id, _, let configuration) = event, case .capture(let pcm) = step.sound,
                 policy.session(id) != nil
             {
                 try attachCapture(id, bus: configuration.bus, pcm: pcm, line: step.line)
@@ -188,11 +197,53 @@ public final class ScenarioRenderer {
         }
         for session in controller.attachedSessions where policy.session(session) == nil {
             controller.detach(session)
+            if let stream = streams.removeValue(forKey: session) { retiringStreams.append(stream.streamer) }
         }
+    }
+
+    private func attachStream(_ id: SessionID, bus: Bus, path: String, loop: Bool, line: Int) throws(RenderError) {
+        do {
+            let streamer = try FileStreamer(path, sampleRate: format.sampleRate, loop: loop)
+            try controller.attach(id, bus: bus, ring: streamer.ring)
+            streams[id] = (streamer, bus, path, loop, false)
+        } catch let error as SoundFileError {
+            throw RenderError(description: "line \(line): \(error.description)")
+        } catch {
+            throw RenderError(description: "line \(line): \(error)")
+        }
+    }
+
+    /// Keeps streamed files decoded ahead, reports the ones that ended, frees the ones no longer read.
+    private func serviceStreams(at now: Instant) throws(RenderError) {
+        for (id, stream) in streams.sorted(by: { $0.key < $1.key }) {
+            stream.streamer.topUp()
+            if stream.streamer.finished, policy.session(id)?.isPlaying == true {
+                controller.apply(.stop(id))
+                streams[id]?.rewind = true
+                apply(policy.handle(.finished(id), at: now), at: now)
+            }
+        }
+        retiringStreams.removeAll { controller.isReleased($0.ring) }
     }
 
     private func apply(_ made: [Decision], at time: Instant) {
         for decision in made {
+            switch decision.command {
+            case .stop(let id) where streams[id] != nil:
+                streams[id]?.rewind = true
+            case .resume(let id) where streams[id]?.rewind == true:
+                // A stopped stream starts again from the top: a fresh decoder and ring (the old voice is silent).
+                if let stream = streams[id] {
+                    retiringStreams.append(stream.streamer)
+                    if let fresh = try? FileStreamer(stream.path, sampleRate: format.sampleRate, loop: stream.loop),
+                        (try? controller.attach(id, bus: stream.bus, ring: fresh.ring)) != nil
+                    {
+                        streams[id] = (fresh, stream.bus, stream.path, stream.loop, false)
+                    }
+                }
+            default:
+                break
+            }
             controller.apply(decision.command)
             decisions.append(
                 LoggedDecision(
@@ -241,6 +292,8 @@ public final class ScenarioRenderer {
             )
         case .capture(let pcm):
             throw RenderError(description: "line \(line): capture=\(pcm) is live audio: use hushd play, not render")
+        case .stream(let path):
+            throw RenderError(description: "line \(line): stream=\(path) is attached as a stream, not loaded")
         case .file(let path):
             do {
                 buffer = try SoundFile.load(path, sampleRate: format.sampleRate)

@@ -152,3 +152,48 @@ struct BrokenFileTests {
         }
     }
 }
+
+@Suite("Sound files: streaming")
+struct StreamingTests {
+    @Test("a 44.1 kHz file streamed at 48 kHz in small pieces keeps its pitch and length")
+    func streamed() throws {
+        let path = scratch("stream") + "/long.wav"
+        try SoundFile.write(sine(997, seconds: 3, rate: 44100, channels: 2), to: path, encoding: .pcm16)
+        let reader = try SoundFileReader(path, sampleRate: 48000)
+        var samples: [Float] = []
+        var piece = [Float](repeating: 0, count: 300 * 2)
+        while true {
+            let count = piece.withUnsafeMutableBufferPointer { reader.read(into: $0.baseAddress!, frames: 300) }
+            if count == 0 { break }
+            samples += piece[0..<(count * 2)]
+        }
+        #expect(reader.ended)
+        #expect(abs(samples.count / 2 - 144_000) < 100, "\(samples.count / 2) frames for 3 s")
+        let left = ToneAnalysis.channel(0, of: samples, channels: 2)
+        #expect(abs(ToneAnalysis.frequency(of: left[4800..<139_000], sampleRate: 48000) - 997) / 997 < 0.001)
+    }
+
+    @Test("a looping stream goes on past the end; rewind starts again")
+    func loopAndRewind() throws {
+        let path = scratch("stream") + "/short.wav"
+        try SoundFile.write(sine(440, seconds: 0.1, rate: 48000), to: path, encoding: .float32)
+        let reader = try SoundFileReader(path, sampleRate: 48000, loop: true)
+        var buffer = [Float](repeating: 0, count: 48000)
+        let count = buffer.withUnsafeMutableBufferPointer { reader.read(into: $0.baseAddress!, frames: 48000) }
+        #expect(count == 48000 && !reader.ended)
+        #expect(abs(ToneAnalysis.frequency(of: buffer[1000..<47000], sampleRate: 48000) - 440) < 1)
+        reader.loop = false
+        reader.rewind()
+        let again = buffer.withUnsafeMutableBufferPointer { reader.read(into: $0.baseAddress!, frames: 48000) }
+        #expect(again == 4800 && reader.ended)
+    }
+
+    @Test("a missing or hostile file is refused like a loaded one")
+    func refused() {
+        #expect {
+            _ = try SoundFileReader("/nonexistent/music.flac", sampleRate: 48000)
+        } throws: { error in
+            (error as? SoundFileError)?.description == "cannot use sound file '/nonexistent/music.flac': no such file"
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import HushAudioFile
 import HushCore
 import HushDaemon
 import HushTesting
@@ -180,7 +181,7 @@ struct RenderTests {
                 "test.txt:2: a line starts with its time in seconds ('1.5', '+0.25'), not 'soon'"
             ),
             ("1 play 1\n0.5 play 1", "test.txt:2: time 0.500s is before the previous line's 1.000s"),
-            ("0 play 1 loop", "test.txt:1: sound=, tone=, capture= and loop go with activate"),
+            ("0 play 1 loop", "test.txt:1: sound=, stream=, tone=, capture= and loop go with activate"),
             ("0 status", "test.txt:1: 'status' has no meaning in a scenario"),
             ("0 volume 99", "test.txt:1: volume must be between 0 and 16, not 99"),
             ("0 activate 1 music playback tone=99999", "test.txt:1: tone= takes a frequency in Hz below 20000"),
@@ -202,5 +203,39 @@ struct RenderTests {
         } throws: { error in
             "\(error)" == "line 1: cannot use sound file '/nonexistent/a.wav': no such file"
         }
+    }
+}
+
+@Suite("hushd render: streamed files")
+struct StreamRenderTests {
+    @Test("a streamed file plays at the bus level, ends, and a stop then play starts it from the top")
+    func streamed() throws {
+        let directory = NSTemporaryDirectory() + "hush-stream-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // One second of 440 Hz, then one of 880 Hz, at 44.1 kHz: where the stream is can be heard.
+        let rate = 44100
+        let samples = (0..<(2 * rate)).map { n -> Float in
+            0.5 * Float(sin(2 * Double.pi * (n < rate ? 440 : 880) * Double(n) / Double(rate)))
+        }
+        try SoundFile.write(
+            AudioBuffer(interleaved: samples, channels: 1, sampleRate: rate),
+            to: directory + "/music.wav"
+        )
+        let out = try RenderTests.render(
+            """
+            0 activate 1 music playback stream=\(directory)/music.wav
+            0 play 1
+            1.5 stop 1
+            1.6 play 1
+            4.5 end
+            """
+        )
+        #expect(abs(out.level(440, from: 0.2, to: 0.9) - RenderTests.system8) < 0.3, "first second: 440 Hz")
+        #expect(abs(out.level(880, from: 1.1, to: 1.45) - RenderTests.system8) < 0.3, "second second: 880 Hz")
+        #expect(
+            abs(out.level(440, from: 1.8, to: 2.5) - RenderTests.system8) < 0.3,
+            "after stop and play: the top again"
+        )
+        #expect(out.level(440, from: 3.8, to: 4.4) < -100 && out.level(880, from: 3.8, to: 4.4) < -100, "it ended")
     }
 }
