@@ -120,7 +120,7 @@ public struct Scenario: Sendable {
                     throw ParseError(
                         file: file,
                         line: number,
-                        message: "sound=, tone=, capture= and loop go with activate"
+                        message: "sound=, stream=, tone=, capture= and loop go with activate"
                     )
                 }
             }
