@@ -1,4 +1,3 @@
-import CLinux
 import HushALSA
 import HushCore
 import HushMixer
@@ -39,7 +38,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// The realtime priority to ask for (1–99); 0 keeps normal scheduling.
     public let priority: Int32
     private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private var thread: NamedThread?
     private var playback: ALSAPlayback?
     private let logger: Logger
 
@@ -64,36 +63,14 @@ public final class AudioOutputThread: @unchecked Sendable {
                 "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
             )
         }
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        var handle = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(
-            &handle,
-            &attributes,
-            { context in
-                let thread = Unmanaged<AudioOutputThread>.fromOpaque(context!).takeRetainedValue()
-                _ = clinux_name_this_thread("hush-audio")
-                thread.loop()
-                return nil
-            },
-            context
-        )
-        guard result == 0 else {
-            Unmanaged<AudioOutputThread>.fromOpaque(context).release()
+        do {
+            thread = try NamedThread(name: "hush-audio") { [self] in loop() }
+        } catch {
             running.store(false, ordering: .releasing)
-            throw HardwareError(
-                operation: "start the audio thread for",
-                device: configuration.pcm,
-                errno: result,
-                message: String(cString: strerror(result))
-            )
+            throw error
         }
-        thread = handle
         if priority > 0 {
-            var parameters = sched_param(sched_priority: priority)
-            let scheduled = pthread_setschedparam(handle, SCHED_FIFO, &parameters)
+            let scheduled = thread?.makeRealtime(priority: priority) ?? ESRCH
             if scheduled == 0 {
                 logger.info("audio thread 'hush-audio' runs at SCHED_FIFO priority \(priority)")
             } else {
@@ -108,7 +85,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     public func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
-        pthread_join(thread, nil)
+        thread.join()
         self.thread = nil
     }
 

@@ -1,4 +1,3 @@
-import CLinux
 import HushALSA
 import HushCore
 import HushMixer
@@ -20,7 +19,7 @@ public final class CaptureFeeder: @unchecked Sendable {
     /// Frames dropped because the ring was full.
     public let dropped = Atomic<Int>(0)
     private let running = Atomic<Bool>(false)
-    private var thread: pthread_t?
+    private var thread: NamedThread?
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
     public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int) throws(HardwareError) {
@@ -50,36 +49,19 @@ public final class CaptureFeeder: @unchecked Sendable {
 
     public func start() throws(HardwareError) {
         running.store(true, ordering: .releasing)
-        var handle = pthread_t()
-        let context = Unmanaged.passRetained(self).toOpaque()
-        let result = pthread_create(
-            &handle,
-            nil,
-            { context in
-                let feeder = Unmanaged<CaptureFeeder>.fromOpaque(context!).takeRetainedValue()
-                _ = clinux_name_this_thread("hush-capture")
-                feeder.loop()
-                return nil
-            },
-            context
-        )
-        guard result == 0 else {
-            Unmanaged<CaptureFeeder>.fromOpaque(context).release()
-            throw HardwareError(
-                operation: "start the capture thread for",
-                device: "capture",
-                errno: result,
-                message: String(cString: strerror(result))
-            )
+        do {
+            thread = try NamedThread(name: "hush-capture") { [self] in loop() }
+        } catch {
+            running.store(false, ordering: .releasing)
+            throw error
         }
-        thread = handle
     }
 
     /// Stops the thread and waits for it.
     public func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
-        pthread_join(thread, nil)
+        thread.join()
         self.thread = nil
     }
 
