@@ -42,12 +42,7 @@ public final class MixerController {
         guard buffer.channels == 1 || buffer.channels == 2 else {
             throw AttachError(description: "the sound has \(buffer.channels) channels; hush plays mono or stereo")
         }
-        detach(session)
-        let used = Set(slots.values).union(releasing)
-        guard let slot = (0..<Int32(engine.voiceCount)).first(where: { !used.contains($0) }) else {
-            throw AttachError(description: "all \(engine.voiceCount) voices are in use")
-        }
-        slots[session] = slot
+        let slot = try claimSlot(for: session)
         buffers[slot] = buffer
         send(
             .attach(
@@ -66,12 +61,7 @@ public final class MixerController {
         guard ring.channels == 1 || ring.channels == 2 else {
             throw AttachError(description: "the source has \(ring.channels) channels; hush plays mono or stereo")
         }
-        detach(session)
-        let used = Set(slots.values).union(releasing)
-        guard let slot = (0..<Int32(engine.voiceCount)).first(where: { !used.contains($0) }) else {
-            throw AttachError(description: "all \(engine.voiceCount) voices are in use")
-        }
-        slots[session] = slot
+        let slot = try claimSlot(for: session)
         rings[slot] = ring
         send(
             .attach(
@@ -87,6 +77,17 @@ public final class MixerController {
     /// Whether no voice reads `ring` any more (so it may be freed).
     public func isReleased(_ ring: SampleRing) -> Bool {
         !rings.values.contains { $0.storage == ring.storage }
+    }
+
+    /// Frees whatever `session` had and gives it a voice slot no one uses or is releasing.
+    private func claimSlot(for session: SessionID) throws(AttachError) -> Int32 {
+        detach(session)
+        let used = Set(slots.values).union(releasing)
+        guard let slot = (0..<Int32(engine.voiceCount)).first(where: { !used.contains($0) }) else {
+            throw AttachError(description: "all \(engine.voiceCount) voices are in use")
+        }
+        slots[session] = slot
+        return slot
     }
 
     /// Takes `session`'s sound away; its buffer is freed once the engine confirms.

@@ -291,9 +291,6 @@ struct Voice: BitwiseCopyable {
 
     var isRendering: Bool { active && playing }
 
-    @inline(__always)
-    mutating func nextGain() -> Float { gain.next() * fade.next() }
-
     /// A fade to silence has ended: hold (pause) or go back to the start (stop).
     @inline(__always)
     mutating func settleFade() {
