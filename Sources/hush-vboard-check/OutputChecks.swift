@@ -178,9 +178,11 @@ let outputChecks: [Check] = [
         let log = awaitPlaySummary(seconds: 5)
         guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
         else { throw CheckFailure("the captured tone never came out of hushd: \(log)") }
-        let live = level(440, samples, at: onset + 0.8)
+        // Under TCG three processes share two emulated CPUs, so a 100 ms window may catch a late capture period
+        // (played as silence): the level is judged on the best window of the first two seconds.
+        let live = stride(from: onset + 0.3, to: onset + 2.2, by: 0.1).map { level(440, samples, at: $0) }.max() ?? -240
         try require(abs(live - (-30.02)) < 1.5, "the live voice at system volume 8 should be -30 dBFS, is \(live)")
-        let paused = level(440, samples, at: onset + 3.2)
+        let paused = stride(from: onset + 2.9, to: onset + 4.0, by: 0.1).map { level(440, samples, at: $0) }.max() ?? 0
         try require(paused < -80, "after the unplug the live voice is paused (R5): \(paused) dBFS")
         print("  live capture at \(Int(live.rounded())) dBFS, paused by the unplug")
     },
