@@ -43,7 +43,7 @@ public final class ALSAPlayback {
     /// What the device granted (it may differ from what was asked: see ``describeGrant``).
     public let granted: PlaybackConfiguration
     public let requested: PlaybackConfiguration
-    private let pcm: OpaquePointer
+    private var pcm: OpaquePointer?
 
     /// The outcome of one write.
     public enum WriteResult: Equatable, Sendable {
@@ -60,8 +60,10 @@ public final class ALSAPlayback {
     /// Opens `configuration.pcm` and negotiates the nearest setup the device accepts.
     public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
         requested = configuration
-        (pcm, granted) = try Self.open(configuration, capture: false)
-        let result = snd_pcm_prepare(pcm)
+        let (handle, granted) = try Self.open(configuration, capture: false)
+        pcm = handle
+        self.granted = granted
+        let result = snd_pcm_prepare(handle)
         guard result == 0 else {
             // Fully initialised: deinit closes the device.
             throw HardwareError(
@@ -73,7 +75,16 @@ public final class ALSAPlayback {
         }
     }
 
-    deinit { snd_pcm_close(pcm) }
+    deinit { close() }
+
+    /// Closes the device now, whoever still holds this object: a removed card (an unbound driver, an unplugged USB
+    /// DAC) is freed by the kernel only when its last handle closes, and only then can it come back. Later writes
+    /// report `.gone`.
+    public func close() {
+        guard let pcm else { return }
+        snd_pcm_close(pcm)
+        self.pcm = nil
+    }
 
     /// "asked 48000 Hz, 2 ch, S16_LE, 64×3; granted 48000 Hz, 2 ch, S16_LE, 64×3" — for the log.
     public var describeGrant: String {
@@ -88,6 +99,7 @@ public final class ALSAPlayback {
 
     /// Queues `frames` frames from `buffer`, blocking until the device takes them.
     public func write(_ buffer: UnsafeRawPointer, frames: Int) -> WriteResult {
+        guard let pcm else { return .gone }
         var offset = 0
         while offset < frames {
             let result = snd_pcm_writei(pcm, buffer + offset * frameBytes, snd_pcm_uframes_t(frames - offset))
@@ -108,6 +120,7 @@ public final class ALSAPlayback {
 
     /// Frames queued and not yet played (the output latency now), or nil when the device cannot say.
     public func queuedFrames() -> Int? {
+        guard let pcm else { return nil }
         var available: snd_pcm_sframes_t = 0
         var delay: snd_pcm_sframes_t = 0
         guard snd_pcm_avail_delay(pcm, &available, &delay) == 0 else { return nil }

@@ -117,6 +117,9 @@ public final class AudioOutputThread: @unchecked Sendable {
                 counters.underruns.add(1, ordering: .relaxed)
                 engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
             case .gone:
+                // Close now, whoever else holds the object: the kernel frees a removed card only when its last
+                // handle closes, and only then can the card come back.
+                device.close()
                 counters.deviceLosses.add(1, ordering: .relaxed)
                 counters.deviceOpen.store(0, ordering: .relaxed)
                 playback = nil

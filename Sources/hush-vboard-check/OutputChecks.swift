@@ -160,6 +160,74 @@ let outputChecks: [Check] = [
         guard let sustained else { throw CheckFailure("no period up to 2048 frames ran without underruns") }
         print("  smallest period sustained under TCG: \(sustained) frames")
     },
+    Check(name: "output-device-gone-and-back") {
+        // hushd plays on snd-dummy; the driver is unbound (as when a USB DAC is pulled), then bound again. The
+        // kernel frees the card only when hushd has closed it, so the unbind finishing proves hushd let go; while
+        // the card is gone hushd retries with backoff and stays quiet; once it is back hushd must be feeding it
+        // within 500 ms.
+        let driver = "/sys/bus/platform/drivers/snd_dummy"
+        let status = "/proc/asound/Dummy/pcm0p/sub0/status"
+        let path = "/tmp/scenario-devloss.txt"
+        try writeFile(path, "0 activate 1 music playback tone=440 loop\n0 play 1\n7 end\n")
+        let command =
+            "/payload/hushd play --board /payload/virtual.toml --pcm hw:Dummy,0,0 --period 512"
+            + " --scenario \(path) >/tmp/hushd-play.log 2>&1 &"
+        try require(system(command) == 0, "could not start hushd play")
+        func running() -> Bool { readFile(status)?.contains("state: RUNNING") == true }
+        func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Duration? {
+            let start = monotonicNow()
+            while monotonicNow() - start < .milliseconds(Int64(seconds * 1000)) {
+                if condition() { return monotonicNow() - start }
+                sleep(.milliseconds(5))
+            }
+            return nil
+        }
+        try require(waitFor(3) { running() } != nil, "hushd never started feeding snd-dummy")
+        sleep(.milliseconds(500))
+        guard
+            let pid = globPaths("/proc/[0-9]*/comm").first(where: { readFile($0)?.hasPrefix("hushd") == true })
+                .map({ String($0.dropFirst(6).dropLast(5)) })
+        else { throw CheckFailure("cannot find hushd's process") }
+        guard
+            let audio = globPaths("/proc/\(pid)/task/[0-9]*/comm").first(where: {
+                readFile($0)?.hasPrefix("hush-audio") == true
+            })
+        else { throw CheckFailure("hushd has no thread named hush-audio") }
+        func cpuTicks() -> Int {
+            // The audio thread's utime and stime: fields 14 and 15 of its stat (after the name in parentheses).
+            let statPath = String(audio.dropLast(4)) + "stat"
+            guard let stat = readFile(statPath), let close = stat.lastIndex(of: ")") else { return 0 }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+        }
+        try require(system("echo snd_dummy.0 > \(driver)/unbind &") == 0, "could not start the unbind")
+        guard let unbound = waitFor(3, { readFile("/proc/asound/cards")?.contains("Dummy") != true }) else {
+            throw CheckFailure("the card is still there 3 s after the unbind: hushd did not close it")
+        }
+        print("  card gone \(unbound.milliseconds) ms after the unbind (hushd closed its handle)")
+        let ticksBefore = cpuTicks()
+        sleep(.seconds(1))
+        let ticksGone = cpuTicks() - ticksBefore
+        let hz = Int(sysconf(Int32(_SC_CLK_TCK)))
+        print("  hushd's audio thread used \(ticksGone * 1000 / hz) ms of CPU in the 1 s the card was gone")
+        try require(
+            ticksGone * 1000 / hz <= 50,
+            "the audio thread is busy while the device is gone: \(ticksGone) ticks"
+        )
+        try writeFile("\(driver)/bind", "snd_dummy.0")
+        guard let back = waitFor(3, { running() }) else {
+            print(readFile("/tmp/hushd-play.log").map { "  hushd: \($0)" } ?? "")
+            throw CheckFailure("hushd did not resume output within 3 s of the card's return")
+        }
+        print("  output running again \(back.milliseconds) ms after the card returned")
+        try require(back < .milliseconds(500), "output came back after \(back.milliseconds) ms, more than 500 ms")
+        let log = awaitPlaySummary(seconds: 8)
+        guard let summary = log.split(separator: "\n").first(where: { $0.hasPrefix("played ") }) else {
+            throw CheckFailure("hushd play printed no summary: \(log)")
+        }
+        print("  hushd: \(summary)")
+        try require(summary.contains(" 1 device losses") && summary.contains(" 1 reopenings"), "summary: \(summary)")
+    },
     Check(name: "output-live-capture-into-music-bus") {
         // A program plays a 440 Hz tone into snd-aloop's second substream; hushd captures it as a live voice on
         // the music bus (playback category), mixes it out through the first substream; unplugging pauses it (R5).

@@ -64,6 +64,20 @@ struct ALSAPlaybackTests {
         }
     }
 
+    @Test("close lets go of the device at once, though the object lives on; later writes report it gone")
+    func closeNow() throws {
+        let output = Self.configure("hushclose")
+        let playback = try ALSAPlayback(PlaybackConfiguration(pcm: "hushclose", periodFrames: 64, periods: 3))
+        let samples = [Int16](repeating: 7, count: 64 * 2)
+        #expect(samples.withUnsafeBytes { playback.write($0.baseAddress!, frames: 64) } == .written)
+        playback.close()
+        // Closing flushed the file plugin: the period is on disk while `playback` is still referenced.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: output)).count == 64 * 4)
+        #expect(samples.withUnsafeBytes { playback.write($0.baseAddress!, frames: 64) } == .gone)
+        #expect(playback.queuedFrames() == nil)
+        playback.close()
+    }
+
     @Test("a missing device is named, with ALSA's reason")
     func missing() {
         _ = Self.configure("hushnothing")
