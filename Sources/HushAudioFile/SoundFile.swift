@@ -104,6 +104,18 @@ public enum SoundFile {
         )
     }
 
+    /// How long `path` plays, in seconds, from its header (without decoding): to choose between holding a sound
+    /// in memory and streaming it.
+    public static func duration(of path: String) throws(SoundFileError) -> Double {
+        var info = SF_INFO()
+        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+            throw SoundFileError(path: path, reason: describeOpenFailure(path))
+        }
+        defer { sf_close(file) }
+        guard info.samplerate > 0 else { throw SoundFileError(path: path, reason: "it declares no sample rate") }
+        return Double(info.frames) / Double(info.samplerate)
+    }
+
     /// Converts interleaved `samples` from one rate to another with libsamplerate's best sinc converter.
     static func resample(
         _ samples: [Float],

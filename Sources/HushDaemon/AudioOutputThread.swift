@@ -15,6 +15,20 @@ import Glibc
 /// counts underruns and device losses in atomics that the control side reads and reports. After an underrun it
 /// recovers the device and fades the output in; when the device disappears it closes it, keeps the engine's state
 /// (nothing is rendered while it is gone) and reopens it with backoff.
+/// Where the audio thread writes periods: an ALSA device, or a WAV file paced like one.
+///
+/// - Important: `write` runs on the audio thread; `close` runs there too when the device is lost.
+public protocol PCMOutput: AnyObject {
+    /// What the device granted: the engine renders in this format.
+    var granted: PlaybackConfiguration { get }
+    /// Queues `frames` frames, blocking until the device takes them.
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult
+    /// Lets go of the device now.
+    func close()
+}
+
+extension ALSAPlayback: PCMOutput {}
+
 public final class AudioOutputThread: @unchecked Sendable {
     /// What the control side can read at any time.
     public final class Counters: Sendable {
@@ -25,6 +39,8 @@ public final class AudioOutputThread: @unchecked Sendable {
         public let periods = Atomic<Int>(0)
         /// 1 while the device is open and being fed.
         public let deviceOpen = Atomic<Int>(0)
+        /// Devices switched to at a route change.
+        public let handovers = Atomic<Int>(0)
         init() {}
     }
 
@@ -39,16 +55,42 @@ public final class AudioOutputThread: @unchecked Sendable {
     public let priority: Int32
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
-    private var playback: ALSAPlayback?
+    /// The device the audio thread writes to (nil while it is gone); owned by the audio thread once started.
+    private var playback: (any PCMOutput)?
+    /// What to reopen after a loss; changes with a handed-over device.
+    private var reopenConfiguration: PlaybackConfiguration
+    /// Opens a device for a configuration (ALSA by default; tests and the WAV fallback give their own). Called on
+    /// the audio thread only while the device is gone.
+    private let open: @Sendable (PlaybackConfiguration) -> (any PCMOutput)?
+    /// A device handed from the control side to the audio thread (a route change), as an unmanaged reference.
+    private let incoming = Atomic<UInt>(0)
+    /// The device the audio thread let go of after a handover, for the control side to release.
+    private let outgoing = Atomic<UInt>(0)
     private let logger: Logger
 
     /// Opens the device (so configuration errors surface here, on the control side) and prepares the engine's
     /// format to match what was granted.
-    public init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
+    public convenience init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
+        self.init(engine: engine, output: playback, requested: playback.requested, priority: priority, logger: logger)
+    }
+
+    /// - Parameters:
+    ///   - output: the open device; `requested` is what was asked of it (reopened after a loss).
+    ///   - open: how to reopen a lost device (ALSA unless given).
+    public init(
+        engine: MixerEngine,
+        output: any PCMOutput,
+        requested: PlaybackConfiguration,
+        priority: Int32 = 70,
+        logger: Logger,
+        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAPlayback($0) }
+    ) {
         self.engine = engine
-        self.playback = playback
-        configuration = playback.requested
-        granted = playback.granted
+        self.playback = output
+        self.open = open
+        configuration = requested
+        reopenConfiguration = requested
+        granted = output.granted
         self.priority = priority
         self.logger = logger
         counters.deviceOpen.store(1, ordering: .relaxed)
@@ -81,12 +123,83 @@ public final class AudioOutputThread: @unchecked Sendable {
         }
     }
 
-    /// Stops the thread and waits for it.
+    /// Stops the thread and waits for it; closes the device.
     public func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
         thread.join()
         self.thread = nil
+        playback?.close()
+        playback = nil
+        reap()
+        if let pending = take(incoming) { pending.close() }
+    }
+
+    /// Hands `device` (already open, in the granted format) to the audio thread, which switches to it at the next
+    /// period: a route change to another PCM without stopping the music. A device still waiting from an earlier
+    /// handover is closed.
+    ///
+    /// - Returns: false when the device's format differs from what the engine renders.
+    @discardableResult
+    public func handOver(_ device: any PCMOutput, requested: PlaybackConfiguration) -> Bool {
+        guard Self.sameFormat(device.granted, granted) else { return false }
+        let box = Handover(device: device, requested: requested)
+        let bits = UInt(bitPattern: Unmanaged.passRetained(box).toOpaque())
+        let previous = incoming.exchange(bits, ordering: .acquiringAndReleasing)
+        if previous != 0 { Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).release() }
+        reap()
+        return true
+    }
+
+    /// Releases (closes) the device the audio thread let go of after a handover. Call from the control side.
+    public func reap() {
+        let bits = outgoing.exchange(0, ordering: .acquiringAndReleasing)
+        guard bits != 0 else { return }
+        let box = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+        box.device.close()
+    }
+
+    private func take(_ slot: borrowing Atomic<UInt>) -> (any PCMOutput)? {
+        let bits = slot.exchange(0, ordering: .acquiringAndReleasing)
+        guard bits != 0 else { return nil }
+        return Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue().device
+    }
+
+    /// Whether the engine's rendering fits `a` as it fits `b` (the PCM's name may differ).
+    static func sameFormat(_ a: PlaybackConfiguration, _ b: PlaybackConfiguration) -> Bool {
+        a.sampleRate == b.sampleRate && a.channels == b.channels && a.format == b.format
+            && a.periodFrames == b.periodFrames
+    }
+
+    /// A device in transit between the control side and the audio thread.
+    private final class Handover {
+        let device: any PCMOutput
+        let requested: PlaybackConfiguration
+        init(device: any PCMOutput, requested: PlaybackConfiguration) {
+            self.device = device
+            self.requested = requested
+        }
+    }
+
+    /// On the audio thread: switches to a handed-over device, passing the old one back for the control side to
+    /// close (closing a PCM is I/O and may block: not here).
+    private func acceptHandover() {
+        let bits = incoming.load(ordering: .relaxed)
+        guard bits != 0, outgoing.load(ordering: .acquiring) == 0 else { return }
+        guard incoming.compareExchange(expected: bits, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
+            return
+        }
+        let box = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
+        let handed = box.takeUnretainedValue()
+        if let old = playback {
+            let retired = Handover(device: old, requested: reopenConfiguration)
+            outgoing.store(UInt(bitPattern: Unmanaged.passRetained(retired).toOpaque()), ordering: .releasing)
+        }
+        playback = handed.device
+        reopenConfiguration = handed.requested
+        box.release()
+        counters.handovers.add(1, ordering: .relaxed)
+        engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
     }
 
     private func loop() {
@@ -96,10 +209,11 @@ public final class AudioOutputThread: @unchecked Sendable {
         defer { buffer.deallocate() }
         var backoff = Duration.milliseconds(100)
         while running.load(ordering: .relaxed) {
+            if incoming.load(ordering: .relaxed) != 0 { acceptHandover() }
             guard let device = playback else {
                 sleepFor(backoff)
                 backoff = min(backoff * 2, .milliseconds(250))
-                if let reopened = try? ALSAPlayback(configuration), reopened.granted == granted {
+                if let reopened = open(reopenConfiguration), Self.sameFormat(reopened.granted, granted) {
                     playback = reopened
                     backoff = .milliseconds(100)
                     counters.reopenings.add(1, ordering: .relaxed)

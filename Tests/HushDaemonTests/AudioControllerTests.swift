@@ -1,0 +1,113 @@
+import Foundation
+import HushALSA
+import HushAudioFile
+import HushCore
+import HushMixer
+import HushPolicy
+import HushTesting
+import Logging
+import Testing
+
+@testable import HushDaemon
+
+/// The controller the daemon runs (policy + mixer + sounds) and the audio thread's outputs, on the host.
+@Suite("Audio controller and outputs")
+struct AudioControllerTests {
+    static let directory: String = {
+        let path = NSTemporaryDirectory() + "hush-controller-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: path + "/sounds", withIntermediateDirectories: true)
+        return path
+    }()
+
+    static func controller() -> AudioController {
+        AudioController(
+            configuration: PolicyConfiguration(),
+            persisted: nil,
+            format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 64),
+            soundDirectories: [directory + "/sounds"]
+        )
+    }
+
+    @Test("a sound outside the sound directories is refused, naming the file and the directories")
+    func outsideDirectories() throws {
+        let controller = Self.controller()
+        controller.start(at: .zero)
+        controller.handle(
+            .activate(SessionID(1), client: ClientID(1), .init(bus: .music, category: .playback)),
+            at: .zero
+        )
+        let outside = Self.directory + "/outside.wav"
+        let tone = ToneGenerator.sine(frequency: 440, amplitude: 0.5, seconds: 0.1, sampleRate: 48000, loopable: false)
+        try SoundFile.write(tone, to: outside)
+        // A symbolic link inside the directory that points outside is outside too.
+        let link = Self.directory + "/sounds/link.wav"
+        try? FileManager.default.removeItem(atPath: link)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: outside)
+        for path in [outside, link, Self.directory + "/sounds/../outside.wav"] {
+            #expect {
+                try controller.attach(.file(path), to: SessionID(1), loop: false)
+            } throws: { error in
+                let text = (error as? AudioController.SoundError)?.description ?? ""
+                return text.contains("'\(path)'") && text.contains("outside the sound directories")
+                    && text.contains("/sounds")
+            }
+        }
+        #expect(controller.sessionsWithSound.isEmpty)
+    }
+
+    @Test("a sound inside is played; a missing one is named")
+    func inside() throws {
+        let controller = Self.controller()
+        controller.start(at: .zero)
+        controller.handle(
+            .activate(SessionID(1), client: ClientID(1), .init(bus: .music, category: .playback)),
+            at: .zero
+        )
+        let path = Self.directory + "/sounds/chime.wav"
+        let tone = ToneGenerator.sine(frequency: 440, amplitude: 0.5, seconds: 0.1, sampleRate: 48000, loopable: false)
+        try SoundFile.write(tone, to: path)
+        try controller.attach(.file(path), to: SessionID(1), loop: false)
+        #expect(controller.sessionsWithSound == [SessionID(1)])
+        #expect {
+            try controller.attach(.file(Self.directory + "/sounds/none.wav"), to: SessionID(1), loop: false)
+        } throws: { error in
+            (error as? AudioController.SoundError)?.description.contains("none.wav") == true
+        }
+        #expect {
+            try controller.attach(.tone(440), to: SessionID(9), loop: false)
+        } throws: { error in
+            (error as? AudioController.SoundError)?.description == "there is no session 9"
+        }
+    }
+
+    @Test("the audio thread writes a WAV file in real time and switches to a handed-over device mid-stream")
+    func wavOutputAndHandover() throws {
+        let first = Self.directory + "/first.wav"
+        let second = Self.directory + "/second.wav"
+        let configuration = PlaybackConfiguration(pcm: "file", periodFrames: 480, periods: 2)
+        let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 480))
+        let thread = AudioOutputThread(
+            engine: engine,
+            output: try WAVFileOutput(path: first, configuration: configuration),
+            requested: configuration,
+            priority: 0,
+            logger: Logger(label: "test")
+        )
+        try thread.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        let next = try WAVFileOutput(path: second, configuration: configuration)
+        #expect(thread.handOver(next, requested: configuration))
+        Thread.sleep(forTimeInterval: 0.3)
+        thread.reap()
+        thread.stop()
+        #expect(thread.counters.handovers.load(ordering: .relaxed) == 1)
+        for path in [first, second] {
+            let (samples, channels, rate) = try SoundFile.readPCM16(path)
+            #expect(channels == 2 && rate == 48000)
+            // About 0.3 s each, paced by the clock (generous bounds: a shared machine).
+            #expect(samples.count / 2 > 4800 && samples.count / 2 < 48000, "\(path): \(samples.count / 2) frames")
+        }
+        let mono = PlaybackConfiguration(pcm: "file", channels: 1, periodFrames: 480)
+        #expect(!thread.handOver(try WAVFileOutput(path: second, configuration: mono), requested: mono))
+    }
+}
