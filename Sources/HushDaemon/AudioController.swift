@@ -18,12 +18,16 @@ import Glibc
 public final class AudioController {
     /// What a session plays.
     public enum Sound: Hashable, Sendable, CustomStringConvertible {
+        /// A file: held in memory up to ``clipSeconds``, streamed from disk beyond.
         case file(String)
+        /// A file streamed from disk whatever its length.
+        case stream(String)
+        /// A sine tone at half scale, looped seamlessly (test tones, the console's `play tone`).
         case tone(Double)
 
         public var description: String {
             switch self {
-            case .file(let path): path
+            case .file(let path), .stream(let path): path
             case .tone(let hertz): "a \(hertz.formatted) Hz tone"
             }
         }
@@ -133,13 +137,15 @@ public final class AudioController {
                     loopable: true
                 )
             }
-        case .file(let requested):
+        case .file(let requested), .stream(let requested):
             let path = try permitted(requested)
-            let seconds: Double
-            do {
-                seconds = try SoundFile.duration(of: path)
-            } catch {
-                throw SoundError(description: error.description)
+            var seconds = Double.infinity
+            if case .file = sound {
+                do {
+                    seconds = try SoundFile.duration(of: path)
+                } catch {
+                    throw SoundError(description: error.description)
+                }
             }
             if seconds <= clipSeconds {
                 try attachClip(sound, to: session, bus: bus, loop: loop) { () throws(SoundError) in

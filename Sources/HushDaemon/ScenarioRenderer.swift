@@ -32,15 +32,13 @@ public final class ScenarioRenderer {
     public let sampleFormat: SampleFormat
     public private(set) var decisions: [LoggedDecision] = []
 
-    private var policy: AudioPolicy
-    private let engine: MixerEngine
-    private let controller: MixerController
-    private var sounds: [Scenario.Sound: AudioBuffer] = [:]
+    /// The policy, the mixer and the sounds: the same controller the daemon runs.
+    private let audio: AudioController
+    private var policy: AudioPolicy { audio.policy }
+    private var engine: MixerEngine { audio.engine }
+    private var controller: MixerController { audio.mixer }
     /// Live captures feeding voices (`play` only); kept until the engine no longer reads them.
     private var feeders: [CaptureFeeder] = []
-    /// Streamed files by session; those being let go wait here until the engine no longer reads their ring.
-    private var streams: [SessionID: (streamer: FileStreamer, bus: Bus, path: String, loop: Bool, rewind: Bool)] = [:]
-    private var retiringStreams: [FileStreamer] = []
     private var live = false
 
     public init(
@@ -54,9 +52,15 @@ public final class ScenarioRenderer {
         self.periodFrames = periodFrames
         format = MixerFormat(sampleRate: sampleRate, channels: channels, maxFrames: periodFrames)
         sampleFormat = .s16LE
-        policy = AudioPolicy(configuration: configuration, persisted: nil)
-        engine = MixerEngine(format: format)
-        controller = MixerController(engine: engine)
+        audio = AudioController(
+            configuration: configuration,
+            persisted: nil,
+            format: format,
+            soundDirectories: nil
+        )
+        // Offline, every file is held in memory as `hushd render` always did; stream= asks for streaming.
+        audio.clipSeconds = SoundFile.defaultMaximumSeconds
+        audio.onDecisions = { [unowned self] made, _, time in log(made, at: time) }
     }
 
     /// Renders the whole scenario; returns the interleaved 16-bit output.
@@ -64,7 +68,7 @@ public final class ScenarioRenderer {
         let rate = Int64(format.sampleRate)
         let totalFrames = Int(scenario.end.nanoseconds * rate / 1_000_000_000)
         var output = [Int16](repeating: 0, count: totalFrames * format.channels)
-        apply(policy.start(at: .zero), at: .zero)
+        audio.start(at: .zero)
         var next = 0
         var frame = 0
         while frame < totalFrames {
@@ -73,13 +77,7 @@ public final class ScenarioRenderer {
                 try perform(scenario.steps[next])
                 next += 1
             }
-            while let deadline = policy.nextDeadline, deadline <= now {
-                apply(policy.handle(.timePassed, at: deadline), at: deadline)
-            }
-            for session in controller.poll() {
-                apply(policy.handle(.finished(session), at: now), at: now)
-            }
-            try serviceStreams(at: now)
+            audio.service(at: now)
             let frames = min(periodFrames, totalFrames - frame)
             output.withUnsafeMutableBufferPointer { buffer in
                 engine.render(
@@ -115,7 +113,7 @@ public final class ScenarioRenderer {
         defer { output.stop() }
         let origin = clock.now()
         func elapsed() -> Instant { Instant(nanoseconds: clock.now().nanoseconds - origin.nanoseconds) }
-        apply(policy.start(at: .zero), at: .zero)
+        audio.start(at: .zero)
         var next = 0
         var reportedUnderruns = 0
         while elapsed() < scenario.end {
@@ -124,11 +122,7 @@ public final class ScenarioRenderer {
                 try perform(scenario.steps[next])
                 next += 1
             }
-            while let deadline = policy.nextDeadline, deadline <= now {
-                apply(policy.handle(.timePassed, at: deadline), at: deadline)
-            }
-            for session in controller.poll() { apply(policy.handle(.finished(session), at: now), at: now) }
-            try serviceStreams(at: now)
+            audio.service(at: now)
             let underruns = output.counters.underruns.load(ordering: .relaxed)
             if underruns != reportedUnderruns {
                 logger.warning(
@@ -166,85 +160,37 @@ public final class ScenarioRenderer {
         let time = step.time
         switch step.command {
         case .event(let event):
-            apply(policy.handle(event, at: time), at: time)
-            if case .activate(let id, _, let configuration) = event, case .stream(let path) = step.sound,
-                policy.session(id) != nil
-            {
-                try attachStream(id, bus: configuration.bus, path: path, loop: step.loop, line: step.line)
-            } else if case .activate(let id, _, let configuration) = event, case .capture(let pcm) = step.sound,
-                policy.session(id) != nil
-            {
-                try attachCapture(id, bus: configuration.bus, pcm: pcm, line: step.line)
-            } else if case .activate(let id, _, let configuration) = event, let sound = step.sound,
-                policy.session(id) != nil
-            {
-                let buffer = try load(sound, line: step.line)
-                do {
-                    try controller.attach(id, bus: configuration.bus, buffer: buffer, loop: step.loop)
-                } catch {
-                    throw RenderError(description: "line \(step.line): \(error.description)")
+            audio.handle(event, at: time)
+            guard case .activate(let id, _, _) = event, policy.session(id) != nil, let sound = step.sound else {
+                break
+            }
+            do {
+                switch sound {
+                case .capture(let pcm): try attachCapture(id, pcm: pcm, line: step.line)
+                case .file(let path): try audio.attach(.file(path), to: id, loop: step.loop)
+                case .stream(let path): try audio.attach(.stream(path), to: id, loop: step.loop)
+                case .tone(let frequency): try audio.attach(.tone(frequency), to: id, loop: step.loop)
                 }
+            } catch let error as AudioController.SoundError {
+                throw RenderError(description: "line \(step.line): \(error.description)")
+            } catch let error as RenderError {
+                throw error
+            } catch {
+                throw RenderError(description: "line \(step.line): \(error)")
             }
         case .tap(let button):
-            apply(policy.handle(.input(.volumeButton(button, .press)), at: time), at: time)
-            apply(policy.handle(.input(.volumeButton(button, .release)), at: time), at: time)
+            audio.handle(.input(.volumeButton(button, .press)), at: time)
+            audio.handle(.input(.volumeButton(button, .release)), at: time)
         case .releaseHeld:
-            if let button = policy.heldButton {
-                apply(policy.handle(.input(.volumeButton(button, .release)), at: time), at: time)
-            }
+            if let button = policy.heldButton { audio.handle(.input(.volumeButton(button, .release)), at: time) }
         case .wait, .status, .help, .quit:
             break
         }
-        for session in controller.attachedSessions where policy.session(session) == nil {
-            controller.detach(session)
-            if let stream = streams.removeValue(forKey: session) { retiringStreams.append(stream.streamer) }
-        }
     }
 
-    private func attachStream(_ id: SessionID, bus: Bus, path: String, loop: Bool, line: Int) throws(RenderError) {
-        do {
-            let streamer = try FileStreamer(path, sampleRate: format.sampleRate, loop: loop)
-            try controller.attach(id, bus: bus, ring: streamer.ring)
-            streams[id] = (streamer, bus, path, loop, false)
-        } catch let error as SoundFileError {
-            throw RenderError(description: "line \(line): \(error.description)")
-        } catch {
-            throw RenderError(description: "line \(line): \(error)")
-        }
-    }
-
-    /// Keeps streamed files decoded ahead, reports the ones that ended, frees the ones no longer read.
-    private func serviceStreams(at now: Instant) throws(RenderError) {
-        for (id, stream) in streams.sorted(by: { $0.key < $1.key }) {
-            stream.streamer.topUp()
-            if stream.streamer.finished, policy.session(id)?.isPlaying == true {
-                controller.apply(.stop(id))
-                streams[id]?.rewind = true
-                apply(policy.handle(.finished(id), at: now), at: now)
-            }
-        }
-        retiringStreams.removeAll { controller.isReleased($0.ring) }
-    }
-
-    private func apply(_ made: [Decision], at time: Instant) {
+    /// Records decisions for `--events`.
+    private func log(_ made: [Decision], at time: Instant) {
         for decision in made {
-            switch decision.command {
-            case .stop(let id) where streams[id] != nil:
-                streams[id]?.rewind = true
-            case .resume(let id) where streams[id]?.rewind == true:
-                // A stopped stream starts again from the top: a fresh decoder and ring (the old voice is silent).
-                if let stream = streams[id] {
-                    retiringStreams.append(stream.streamer)
-                    if let fresh = try? FileStreamer(stream.path, sampleRate: format.sampleRate, loop: stream.loop),
-                        (try? controller.attach(id, bus: stream.bus, ring: fresh.ring)) != nil
-                    {
-                        streams[id] = (fresh, stream.bus, stream.path, stream.loop, false)
-                    }
-                }
-            default:
-                break
-            }
-            controller.apply(decision.command)
             decisions.append(
                 LoggedDecision(
                     time: Double(time.nanoseconds) / 1e9,
@@ -257,7 +203,7 @@ public final class ScenarioRenderer {
         }
     }
 
-    private func attachCapture(_ id: SessionID, bus: Bus, pcm: String, line: Int) throws(RenderError) {
+    private func attachCapture(_ id: SessionID, pcm: String, line: Int) throws(RenderError) {
         guard live else {
             throw RenderError(description: "line \(line): capture=\(pcm) is live audio: use hushd play, not render")
         }
@@ -270,38 +216,13 @@ public final class ScenarioRenderer {
             )
             try feeder.start()
             feeders.append(feeder)
-            try controller.attach(id, bus: bus, ring: feeder.ring)
+            try audio.attach(ring: feeder.ring, to: id)
+        } catch let error as AudioController.SoundError {
+            throw RenderError(description: "line \(line): \(error.description)")
         } catch let error as HardwareError {
             throw RenderError(description: "line \(line): \(error.description)")
         } catch {
             throw RenderError(description: "line \(line): \(error)")
         }
-    }
-
-    private func load(_ sound: Scenario.Sound, line: Int) throws(RenderError) -> AudioBuffer {
-        if let cached = sounds[sound] { return cached }
-        let buffer: AudioBuffer
-        switch sound {
-        case .tone(let frequency):
-            buffer = ToneGenerator.sine(
-                frequency: frequency,
-                amplitude: 0.5,
-                seconds: 1,
-                sampleRate: format.sampleRate,
-                loopable: true
-            )
-        case .capture(let pcm):
-            throw RenderError(description: "line \(line): capture=\(pcm) is live audio: use hushd play, not render")
-        case .stream(let path):
-            throw RenderError(description: "line \(line): stream=\(path) is attached as a stream, not loaded")
-        case .file(let path):
-            do {
-                buffer = try SoundFile.load(path, sampleRate: format.sampleRate)
-            } catch {
-                throw RenderError(description: "line \(line): \(error.description)")
-            }
-        }
-        sounds[sound] = buffer
-        return buffer
     }
 }
