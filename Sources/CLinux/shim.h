@@ -2,6 +2,7 @@
 #ifndef HUSH_CLINUX_SHIM_H
 #define HUSH_CLINUX_SHIM_H
 #include <pthread.h>
+#include <sys/signalfd.h>
 
 extern int pthread_setname_np(pthread_t thread, const char *name);
 

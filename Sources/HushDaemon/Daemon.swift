@@ -1,0 +1,314 @@
+import HushALSA
+import HushCore
+import HushMixer
+import HushPolicy
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// hushd running: inputs → policy → mixer → device, with clients, the console, the state file and systemd around.
+///
+/// One thread runs ``run()``: a poll loop over the input sources and the other participants (control socket,
+/// console, ALSA controls, state file). The audio thread renders and writes periods on its own. Everything that
+/// changes what is heard — a button, the jack, a client, the console — goes through ``handle(_:cause:)``, and
+/// every decision is announced to ``decisionSinks`` with its rule and reason.
+public final class Daemon {
+    /// What the daemon is built from (the configuration, turned into parts by ``DaemonBuilder``).
+    public struct Setup {
+        public var policy = PolicyConfiguration()
+        public var persisted: PersistedVolumes?
+        /// The output device asked for; routes may name other PCMs.
+        public var output = PlaybackConfiguration()
+        /// Where sound goes when the output device does not open at start (nil: start-up fails instead).
+        public var fallbackWAV: String?
+        public var realtimePriority: Int32 = 70
+        /// The PCM of each route that has its own (a headphone amp on another device); others use `output.pcm`.
+        public var routePCMs: [Route: String] = [:]
+        /// Where clients may read sound files from.
+        public var soundDirectories: [String] = []
+        public var maxSessionsPerClient = 8
+
+        public init() {}
+    }
+
+    /// A batch of decisions with what caused them, for the console, the log and subscribers.
+    public struct DecisionBatch {
+        public var decisions: [Decision]
+        public var cause: String
+        /// Seconds since hushd started.
+        public var time: Double
+    }
+
+    public let setup: Setup
+    public let audio: AudioController
+    public let logger: Logger
+    public let clock: any MonotonicClock
+    public let origin: Instant
+    public private(set) var output: AudioOutputThread?
+    /// Where the sound goes now: a PCM name, or "file:PATH" for the WAV fallback.
+    public private(set) var outputDescription = "none"
+    public private(set) var inputs: [InputSource]
+    /// Others the loop waits on (control socket, console, ALSA controls, state file, watchdog).
+    public var participants: [any LoopParticipant] = []
+    /// Told of every decision batch.
+    public var decisionSinks: [(DecisionBatch) -> Void] = []
+    /// Told when a session's sound ended.
+    public var finishedSinks: [(SessionID) -> Void] = []
+    /// Told of every input source failure (for the console).
+    public var problemSinks: [(String) -> Void] = []
+    /// Set to stop ``run()`` after the current iteration.
+    public var stopRequested = false
+    private var nextSession: UInt64 = 1
+    private var lastPolicyTime = Instant.zero
+    private var failedSources: Set<String> = []
+    private var currentPCM: String
+
+    public init(setup: Setup, inputs: [InputSource], clock: any MonotonicClock, logger: Logger) {
+        self.setup = setup
+        self.inputs = inputs
+        self.clock = clock
+        self.logger = logger
+        origin = clock.now()
+        currentPCM = setup.output.pcm
+        audio = AudioController(
+            configuration: setup.policy,
+            persisted: setup.persisted,
+            format: MixerFormat(
+                sampleRate: setup.output.sampleRate,
+                channels: setup.output.channels,
+                maxFrames: max(setup.output.periodFrames, 64)
+            ),
+            soundDirectories: setup.soundDirectories
+        )
+        audio.onDecisions = { [unowned self] made, cause, time in announce(made, cause: cause, at: time) }
+        audio.onFinished = { [unowned self] session in for sink in finishedSinks { sink(session) } }
+    }
+
+    // MARK: Start-up and the loop
+
+    /// Opens the output (or the fallback), starts the audio thread, reads the inputs' positions and applies the
+    /// start-up decisions. Errors here stop hushd with a message naming the device.
+    public func start() throws(HardwareError) {
+        try openOutput()
+        audio.start(at: policyTime())
+        for source in inputs {
+            do {
+                for event in try source.currentState(now: clock.now()) {
+                    handle(.input(event.event), cause: "\(event.event) (at start-up, from \(source.name))")
+                }
+            } catch {
+                report(source, error)
+            }
+        }
+    }
+
+    private func openOutput() throws(HardwareError) {
+        var configuration = setup.output
+        configuration.pcm = setup.routePCMs[audio.policy.route] ?? setup.output.pcm
+        let device: any PCMOutput
+        do {
+            let playback = try ALSAPlayback(configuration)
+            logger.info("output \(configuration.pcm): \(playback.describeGrant)")
+            device = playback
+            outputDescription = configuration.pcm
+        } catch {
+            guard let fallback = setup.fallbackWAV else { throw error }
+            logger.warning("\(error.description); sound goes to the WAV file \(fallback) instead")
+            let file = try WAVFileOutput(path: fallback, configuration: configuration)
+            device = file
+            outputDescription = "file:" + fallback
+        }
+        currentPCM = configuration.pcm
+        let thread = AudioOutputThread(
+            engine: audio.engine,
+            output: device,
+            requested: configuration,
+            priority: setup.realtimePriority,
+            logger: logger
+        )
+        output = thread
+        try thread.start()
+    }
+
+    /// Runs until a signal or ``stopRequested``; returns the exit status.
+    public func run(signals: SignalDescriptor? = nil) -> Int32 {
+        let signalWatcher = signals.map { SignalParticipant(signals: $0, daemon: self) }
+        while !stopRequested {
+            var everyone: [any LoopParticipant] = [InputParticipant(daemon: self)]
+            everyone += participants
+            if let signalWatcher { everyone.append(signalWatcher) }
+            // Streams need topping up and finished voices reporting while sound plays; idle, sleep long.
+            let limit: Duration = audio.sessionsWithSound.isEmpty ? .seconds(1) : .milliseconds(50)
+            runLoopIteration(everyone, clock: clock, limit: limit)
+            service()
+        }
+        return 0
+    }
+
+    /// Lets time pass: button repeats, finished voices, streams, output telemetry.
+    public func service() {
+        audio.service(at: policyTime())
+        output?.reap()
+        reportOutput()
+    }
+
+    /// Stops the audio thread and closes the device.
+    public func shutDown() {
+        output?.stop()
+        output = nil
+    }
+
+    // MARK: Events
+
+    /// Hands `event` to the policy now and carries out its decisions.
+    @discardableResult
+    public func handle(_ event: PolicyEvent, cause: String? = nil) -> [Decision] {
+        audio.handle(event, at: policyTime(), cause: cause)
+    }
+
+    /// A fresh session id.
+    public func newSessionID() -> SessionID {
+        while audio.policy.session(SessionID(nextSession)) != nil { nextSession += 1 }
+        defer { nextSession += 1 }
+        return SessionID(nextSession)
+    }
+
+    /// The policy's clock: the monotonic clock, never going back (events from several sources interleave).
+    func policyTime() -> Instant {
+        lastPolicyTime = max(lastPolicyTime, clock.now())
+        return lastPolicyTime
+    }
+
+    /// Seconds since start, for the console.
+    public func elapsed(_ time: Instant) -> Double { Double(time.nanoseconds - origin.nanoseconds) / 1e9 }
+
+    fileprivate func readInputs() {
+        for source in inputs {
+            do {
+                let events = try source.readEvents(now: clock.now())
+                if failedSources.remove(source.name) != nil { logger.notice("\(source.name) works again") }
+                for event in events { handle(.input(event.event), cause: "\(event.event)") }
+            } catch {
+                report(source, error)
+            }
+        }
+    }
+
+    private func report(_ source: InputSource, _ error: HardwareError) {
+        // Once per failure, not once per poll: a person at the console needs one clear line.
+        guard failedSources.insert(source.name).inserted else { return }
+        let text = "\(source.name): \(error.description)"
+        logger.error("\(text)")
+        for sink in problemSinks { sink(text) }
+    }
+
+    private func announce(_ made: [Decision], cause: String, at time: Instant) {
+        for decision in made {
+            logger.info("[\(decision.rule.rawValue)] \(decision.command) — \(decision.reason) (after: \(cause))")
+            if case .selectRoute(let route) = decision.command { switchOutput(to: route) }
+        }
+        let batch = DecisionBatch(decisions: made, cause: cause, time: elapsed(time))
+        for sink in decisionSinks { sink(batch) }
+    }
+
+    /// A route with a PCM of its own: open it here (not on the audio thread) and hand it over.
+    private func switchOutput(to route: Route) {
+        let pcm = setup.routePCMs[route] ?? setup.output.pcm
+        guard pcm != currentPCM, let output, !outputDescription.hasPrefix("file:") else { return }
+        var configuration = setup.output
+        configuration.pcm = pcm
+        do {
+            let device = try ALSAPlayback(configuration)
+            if output.handOver(device, requested: configuration) {
+                logger.info("route \(route): output moves to \(pcm)")
+                currentPCM = pcm
+                outputDescription = pcm
+            } else {
+                logger.error("route \(route): \(pcm) granted \(device.describeGrant), unlike the running output")
+            }
+        } catch {
+            logger.error("route \(route): \(error.description); sound stays on \(currentPCM)")
+        }
+    }
+
+    private var reported = (underruns: 0, losses: 0, reopenings: 0)
+
+    /// Logs what the audio thread counted since the last look (it never logs itself).
+    private func reportOutput() {
+        guard let counters = output?.counters else { return }
+        let underruns = counters.underruns.load(ordering: .relaxed)
+        let losses = counters.deviceLosses.load(ordering: .relaxed)
+        let reopenings = counters.reopenings.load(ordering: .relaxed)
+        if underruns != reported.underruns {
+            logger.warning(
+                "\(currentPCM): \(underruns - reported.underruns) underrun(s) (\(underruns) in all), recovered with a fade-in"
+            )
+        }
+        if losses != reported.losses {
+            logger.error("\(currentPCM): the output device is gone; retrying every 250 ms, sound resumes when it is back")
+        }
+        if reopenings != reported.reopenings { logger.notice("\(currentPCM): the output device is back") }
+        reported = (underruns, losses, reopenings)
+    }
+
+    // MARK: Status
+
+    /// Counters of the output, for status.
+    public var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int) {
+        guard let counters = output?.counters else { return (0, 0, false, 0) }
+        return (
+            counters.underruns.load(ordering: .relaxed), counters.deviceLosses.load(ordering: .relaxed),
+            counters.deviceOpen.load(ordering: .relaxed) == 1, counters.periods.load(ordering: .relaxed)
+        )
+    }
+
+    /// The output latency in milliseconds: the periods queued in the device.
+    public var latencyMilliseconds: Double {
+        let granted = output?.granted ?? setup.output
+        return Double(granted.periodFrames * granted.periods) * 1000 / Double(granted.sampleRate)
+    }
+}
+
+/// The input sources as a loop participant.
+private final class InputParticipant: LoopParticipant {
+    unowned let daemon: Daemon
+    init(daemon: Daemon) { self.daemon = daemon }
+
+    var pollRequests: [pollfd] {
+        daemon.inputs.compactMap { $0.pollDescriptor }.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+    }
+
+    var nextDeadline: Instant? {
+        let deadlines = daemon.inputs.compactMap(\.nextDeadline) + [daemon.audio.nextDeadline].compactMap { $0 }
+        return deadlines.min()
+    }
+
+    func service(_ ready: [pollfd], now: Instant) { daemon.readInputs() }
+}
+
+/// SIGINT/SIGTERM stop hushd cleanly; SIGHUP is logged (a reload is a restart: systemctl restart hushd).
+private final class SignalParticipant: LoopParticipant {
+    let signals: SignalDescriptor
+    unowned let daemon: Daemon
+    init(signals: SignalDescriptor, daemon: Daemon) {
+        self.signals = signals
+        self.daemon = daemon
+    }
+
+    var pollRequests: [pollfd] { [pollfd(fd: signals.descriptor, events: Int16(POLLIN), revents: 0)] }
+    var nextDeadline: Instant? { nil }
+
+    func service(_ ready: [pollfd], now: Instant) {
+        for signal in signals.take() {
+            switch signal {
+            case SIGHUP:
+                daemon.logger.notice("SIGHUP: hushd reads its configuration only at start; restart it to reload")
+            default:
+                daemon.logger.notice("signal \(signal): stopping")
+                daemon.stopRequested = true
+            }
+        }
+    }
+}
