@@ -184,6 +184,9 @@ public final class Daemon {
     /// Seconds since start, for the console.
     public func elapsed(_ time: Instant) -> Double { Double(time.nanoseconds - origin.nanoseconds) / 1e9 }
 
+    /// Reads every input source now (tests drive the loop themselves).
+    func readInputsForTesting() { readInputs() }
+
     fileprivate func readInputs() {
         for source in inputs {
             do {
@@ -247,7 +250,9 @@ public final class Daemon {
             )
         }
         if losses != reported.losses {
-            logger.error("\(currentPCM): the output device is gone; retrying every 250 ms, sound resumes when it is back")
+            logger.error(
+                "\(currentPCM): the output device is gone; retrying every 250 ms, sound resumes when it is back"
+            )
         }
         if reopenings != reported.reopenings { logger.notice("\(currentPCM): the output device is back") }
         reported = (underruns, losses, reopenings)

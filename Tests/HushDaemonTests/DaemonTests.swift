@@ -1,0 +1,113 @@
+import Foundation
+import HushALSA
+import HushAudioFile
+import HushCore
+import HushPolicy
+import HushTesting
+import Logging
+import Testing
+
+@testable import HushDaemon
+
+/// The daemon's loop on the host, in real time: scripted inputs in, the WAV fallback out, the audio analysed.
+@Suite("hushd's loop, heard through the WAV fallback", .serialized)
+struct DaemonTests {
+    static func temporary(_ name: String) -> String {
+        let directory = NSTemporaryDirectory() + "hush-daemon-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory + "/" + name
+    }
+
+    @Test("inputs reach the policy and the audio: silence leaves the music, an unplug pauses it, events are logged")
+    func loop() throws {
+        let wav = Self.temporary("loop.wav")
+        var setup = Daemon.Setup()
+        setup.output = PlaybackConfiguration(pcm: "hush-no-such-device", periodFrames: 480, periods: 2)
+        setup.fallbackWAV = wav
+        setup.realtimePriority = 0
+        let clock = SystemClock()
+        let start = clock.now()
+        let script = ScriptedInputSource(
+            name: "scripted jack and switch",
+            initialState: [.headphones(.plugged, source: .gpio), .silenceSwitch(.ring)],
+            script: [
+                TimedInputEvent(.silenceSwitch(.silent), at: start + .milliseconds(400)),
+                TimedInputEvent(.headphones(.unplugged, source: .gpio), at: start + .milliseconds(800)),
+            ]
+        )
+        let daemon = Daemon(setup: setup, inputs: [script], clock: clock, logger: Logger(label: "test"))
+        var batches: [Daemon.DecisionBatch] = []
+        daemon.decisionSinks.append { batches.append($0) }
+        try daemon.start()
+        #expect(daemon.outputDescription == "file:" + wav)
+        let music = daemon.newSessionID()
+        let effect = daemon.newSessionID()
+        daemon.handle(.activate(music, client: ClientID(1), .init(bus: .music, category: .playback)))
+        daemon.handle(.activate(effect, client: ClientID(1), .init(bus: .effect, category: .ambient)))
+        try daemon.audio.attach(.tone(440), to: music, loop: true)
+        try daemon.audio.attach(.tone(1000), to: effect, loop: true)
+        daemon.handle(.play(music))
+        daemon.handle(.play(effect))
+        while clock.now() < start + .milliseconds(1200) {
+            runLoopIteration([], clock: clock, limit: .milliseconds(10))
+            daemon.readInputsForTesting()
+            daemon.service()
+        }
+        daemon.shutDown()
+        let (samples, channels, rate) = try SoundFile.readPCM16(wav)
+        let left = ToneAnalysis.channel(0, of: samples.map { Float($0) / 32767 }, channels: channels)
+        #expect(rate == 48000)
+        func level(_ hz: Double, from: Double, to: Double) -> Double {
+            let a = Int(from * 48000)
+            let b = min(Int(to * 48000), left.count)
+            guard a < b else { return -240 }
+            return ToneAnalysis.level(of: hz, in: left[a..<b], sampleRate: 48000)
+        }
+        // The file starts when the output opened, a little before the sessions began.
+        #expect(level(440, from: 0.1, to: 0.3) > -40, "music before silence")
+        #expect(level(1000, from: 0.1, to: 0.3) > -40, "effect before silence")
+        #expect(level(1000, from: 0.55, to: 0.75) < -80, "the silenced effect (R1)")
+        #expect(level(440, from: 0.55, to: 0.75) > -40, "music through silence (R1)")
+        #expect(level(440, from: 0.95, to: 1.1) < -80, "music paused by the unplug (R5)")
+        let rules = batches.flatMap { $0.decisions.map(\.rule.rawValue) }
+        #expect(rules.contains("R1") && rules.contains("R5"), "\(rules)")
+        #expect(batches.contains { $0.cause.contains("headphones unplugged") })
+    }
+
+    @Test("a failing input source is reported once, and again only after it recovered")
+    func failingSource() throws {
+        var setup = Daemon.Setup()
+        setup.output = PlaybackConfiguration(pcm: "hush-no-such-device", periodFrames: 480, periods: 2)
+        setup.fallbackWAV = Self.temporary("failing.wav")
+        setup.realtimePriority = 0
+        let source = ScriptedInputSource(name: "flaky gpio")
+        let daemon = Daemon(setup: setup, inputs: [source], clock: SystemClock(), logger: Logger(label: "test"))
+        var problems: [String] = []
+        daemon.problemSinks.append { problems.append($0) }
+        try daemon.start()
+        defer { daemon.shutDown() }
+        let failure = HardwareError(operation: "read", device: "gpiochip9", errno: 19, message: "the chip is gone")
+        source.nextError = failure
+        daemon.readInputsForTesting()
+        source.nextError = failure
+        daemon.readInputsForTesting()
+        #expect(problems == ["flaky gpio: cannot read gpiochip9: the chip is gone [errno 19]"])
+        daemon.readInputsForTesting()
+        source.nextError = failure
+        daemon.readInputsForTesting()
+        #expect(problems.count == 2)
+    }
+
+    @Test("without a fallback, a device that does not open stops start-up with ALSA's reason")
+    func noFallback() {
+        var setup = Daemon.Setup()
+        setup.output = PlaybackConfiguration(pcm: "hush-no-such-device")
+        let daemon = Daemon(setup: setup, inputs: [], clock: SystemClock(), logger: Logger(label: "test"))
+        #expect {
+            try daemon.start()
+        } throws: { error in
+            (error as? HardwareError)?.description.hasPrefix("cannot open playback device 'hush-no-such-device'")
+                == true
+        }
+    }
+}
