@@ -6,7 +6,7 @@ SWIFT ?= swift
 APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: all deps build run test lint format clean vboard boards bench
+.PHONY: all deps build run test lint format clean vboard boards bench deploy-check
 
 all: build
 
@@ -29,7 +29,7 @@ run: build
 	$(SWIFT) run hushd
 
 ## test: format check, overlays, the virtual board (real kernel drivers in a VM), every unit test.
-test: deps lint boards
+test: deps lint boards deploy-check
 	$(SWIFT) build --build-tests
 	board/virtual/run-all.sh
 	$(SWIFT) test
@@ -48,6 +48,10 @@ bench: deps
 boards:
 	board/overlays/check.sh
 	python3 board/profiles/check.py
+
+## deploy-check: the systemd unit's security score (at most 2.0), udev rule, scripts, an install into a temp root.
+deploy-check:
+	deploy/check.sh
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
