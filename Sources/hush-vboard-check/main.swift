@@ -2,7 +2,8 @@
 // (board/virtual). Each check drives the simulated hardware (gpio-sim through sysfs, uinput, ALSA user controls)
 // and verifies what hush's adapter reports.
 //
-// usage: hush-vboard-check [CHECK ...]   (no names: every check; `--list` prints them)
+// usage: hush-vboard-check [CHECK ...]   (no names: every adapter check; `--list` prints them)
+//        hush-vboard-check --end-to-end  (hushd end to end: the e2e scenario)
 
 #if canImport(Glibc)
 import Glibc
@@ -14,11 +15,16 @@ if arguments.first == "--tone", arguments.count == 3, let seconds = Double(argum
     exit(playTone(pcm: arguments[1], seconds: seconds) ? 0 : 1)
 }
 if arguments == ["--list"] {
-    for check in allChecks { print(check.name) }
+    for check in allChecks + e2eChecks { print(check.name) }
     exit(0)
 }
-let selected = arguments.isEmpty ? allChecks : allChecks.filter { arguments.contains($0.name) }
-let unknown = arguments.filter { name in !allChecks.contains { $0.name == name } }
+if arguments == ["--end-to-end"] {
+    // hushd as on a board, heard through snd-aloop (board/virtual/scenarios/e2e.sh); the checks build on each
+    // other (the first starts hushd), so they run in order and all of them.
+    exit(runChecks(e2eChecks) ? 0 : 1)
+}
+let selected = arguments.isEmpty ? allChecks : (allChecks + e2eChecks).filter { arguments.contains($0.name) }
+let unknown = arguments.filter { name in !(allChecks + e2eChecks).contains { $0.name == name } }
 guard unknown.isEmpty else {
     print("unknown check(s): \(unknown.joined(separator: ", ")); --list shows them")
     exit(64)

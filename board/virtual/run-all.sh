@@ -5,8 +5,9 @@
 #   board/virtual/run-all.sh [SCENARIO ...]
 #
 # Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check program
-# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hushd from beside it, when built, and
-# board/profiles/virtual.toml. A scenario that needs a payload file that is missing fails before booting and
+# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hushd and hushctl from beside it, when
+# built, and board/profiles/virtual.toml. A scenario NAME with an executable scenarios/NAME.after.sh passes only
+# when that script, run on the host with the guest's second serial port log, passes too. A scenario that needs a payload file that is missing fails before booting and
 # says how to build it (see run.sh, '# vboard-payload:').
 set -uo pipefail
 
@@ -27,11 +28,13 @@ if ! "$here/setup.sh" >/dev/null; then
     exit 1
 fi
 
-# The payload: the check program, hushd beside it (the output checks run 'hushd play'), the board profile.
+# The payload: the check program, hushd and hushctl beside it (the output checks run 'hushd play', the e2e
+# scenario the daemon and its clients), the board profile.
 rm -rf "$payload"
 mkdir -p "$payload"
 hushd="$(dirname "$check")/hushd"
-for program in "$check" "$hushd"; do
+hushctl="$(dirname "$check")/hushctl"
+for program in "$check" "$hushd" "$hushctl"; do
     if [ -x "$program" ]; then
         cp "$program" "$payload/"
     else
@@ -45,7 +48,9 @@ failed=0
 failures=()
 start=$(date +%s)
 for scenario in "${scenarios[@]}"; do
-    if "$here/run.sh" --scenario "$scenario" --payload "$payload"; then
+    after="$here/scenarios/$scenario.after.sh"
+    if "$here/run.sh" --scenario "$scenario" --payload "$payload" &&
+        { [ ! -x "$after" ] || "$after" "$root/.build/virtual-board/logs/$scenario.ttyS1.log"; }; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))

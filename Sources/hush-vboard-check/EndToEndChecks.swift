@@ -1,0 +1,374 @@
+import Foundation
+import HushALSA
+import HushCore
+import HushTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The end-to-end checks (board/virtual/scenarios/e2e.sh): hushd runs as on a real board, on the virtual profile —
+// the silence switch and volume buttons on gpio-sim lines, "Headphone Jack" as an ALSA user control on the
+// Loopback card, media keys and a second headphone source on a uinput device, output to snd-aloop, its console on
+// /dev/ttyS1 — and clients play a distinct tone per bus through the control socket with hushctl. Each check drives
+// the hardware and listens to what comes out of the loopback's capture side.
+
+let e2eSocket = "/run/hush/control.sock"
+let e2eConfig = "/tmp/hushd.toml"
+let e2eState = "/var/lib/hush/state"
+/// Tones per bus: music 440 Hz, effect 1000 Hz, ringer 1500 Hz, a ducking voice 2000 Hz.
+let musicTone = 440.0
+let effectTone = 1000.0
+let ringerTone = 1500.0
+let duckTone = 2000.0
+/// What the speaker and the headphones carry, as the tests hear it.
+let speakerCapture = "hw:Loopback,1,0"
+let headphonesCapture = "hw:Loopback,1,1"
+
+/// A half-scale tone (-6 dBFS) at `step` of the default curve, in dBFS.
+func expectedLevel(step: Int, extra: Float = 0) -> Double {
+    Double(-6.02 + VolumeCurve.default.decibels(at: VolumeStep(clamping: step)) + extra)
+}
+
+/// Runs a shell command and returns its standard output (and its exit status).
+@discardableResult
+func shell(_ command: String) -> (output: String, status: Int32) {
+    guard let pipe = popen(command + " 2>&1", "r") else { return ("popen failed", -1) }
+    var text = ""
+    var buffer = [CChar](repeating: 0, count: 4096)
+    while fgets(&buffer, Int32(buffer.count), pipe) != nil { text += String(cString: buffer) }
+    let status = pclose(pipe)
+    return (text, (status >> 8) & 0xff)
+}
+
+/// `hushctl` against the daemon's socket.
+@discardableResult
+func hushctl(_ arguments: String) throws -> String {
+    let (output, status) = shell("/payload/hushctl --socket \(e2eSocket) \(arguments)")
+    try require(status == 0, "hushctl \(arguments) failed (\(status)): \(output)")
+    return output
+}
+
+/// Starts a hushctl client in the background; returns its pid (its output goes to /tmp/client-NAME.log).
+func startClient(_ name: String, _ arguments: String) throws -> Int32 {
+    let (output, _) = shell(
+        "/payload/hushctl --socket \(e2eSocket) \(arguments) >/tmp/client-\(name).log 2>&1 & echo $!"
+    )
+    guard let pid = Int32(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        throw CheckFailure("could not start client \(name): \(output)")
+    }
+    return pid
+}
+
+/// The daemon's status as JSON.
+func status() throws -> [String: Any] {
+    let text = try hushctl("--json status")
+    guard let data = text.data(using: .utf8),
+        let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+    else { throw CheckFailure("hushctl --json status printed no JSON object: \(text)") }
+    return object
+}
+
+/// Starts hushd on the virtual profile; waits until its socket answers.
+func startHushd() throws {
+    let command = "/payload/hushd --config \(e2eConfig) >>/tmp/hushd.log 2>&1 &"
+    try require(system(command) == 0, "could not start hushd")
+    let start = monotonicNow()
+    while monotonicNow() - start < .seconds(20) {
+        if shell("/payload/hushctl --socket \(e2eSocket) status").status == 0 { return }
+        sleep(.milliseconds(100))
+    }
+    throw CheckFailure("hushd did not answer on \(e2eSocket) within 20 s:\n\(readWholeFile("/tmp/hushd.log") ?? "")")
+}
+
+func stopHushd(signal: String = "TERM") {
+    shell("killall -\(signal) hushd")
+    let start = monotonicNow()
+    while monotonicNow() - start < .seconds(5) {
+        if shell("pidof hushd").output.isEmpty { return }
+        sleep(.milliseconds(50))
+    }
+}
+
+/// Records `pcms` for `seconds` while `actions` run at their times (seconds after the recording starts).
+func listen(
+    to pcms: [String],
+    seconds: Double,
+    while actions: [(at: Double, what: String, action: () throws -> Void)] = []
+) throws -> [[Float]] {
+    final class Box: @unchecked Sendable {
+        var results: [Result<[Float], Error>?]
+        init(_ count: Int) { results = Array(repeating: nil, count: count) }
+    }
+    let box = Box(pcms.count)
+    let group = DispatchGroup()
+    for (index, pcm) in pcms.enumerated() {
+        group.enter()
+        Thread.detachNewThread {
+            box.results[index] = Result { try record(pcm, seconds: seconds, periodFrames: 512) }
+            group.leave()
+        }
+    }
+    let start = monotonicNow()
+    for (time, what, action) in actions.sorted(by: { $0.at < $1.at }) {
+        let due = start + .milliseconds(Int64(time * 1000))
+        let now = monotonicNow()
+        if due > now { sleep(due - now) }
+        do {
+            try action()
+        } catch {
+            group.wait()
+            throw CheckFailure("\(what): \(error)")
+        }
+    }
+    group.wait()
+    return try box.results.map { try $0!.get() }
+}
+
+/// The level of `hz` in every 50 ms window from `from` to `to` seconds: (quietest, loudest).
+func levels(_ hz: Double, _ samples: [Float], from: Double, to: Double) -> (min: Double, max: Double) {
+    var low = Double.infinity
+    var high = -Double.infinity
+    var t = from
+    while t + 0.05 <= to {
+        let a = Int(t * 48000)
+        let b = Int((t + 0.05) * 48000)
+        guard b <= samples.count else { break }
+        let value = ToneAnalysis.level(of: hz, in: samples[a..<b], sampleRate: 48000)
+        low = min(low, value)
+        high = max(high, value)
+        t += 0.05
+    }
+    return (low, high)
+}
+
+nonisolated(unsafe) let silenceSwitchLine = try? SimLine("silence-switch")
+nonisolated(unsafe) let volumeUpLine = try? SimLine("volume-up")
+nonisolated(unsafe) let volumeDownLine = try? SimLine("volume-down")
+
+func line(_ line: SimLine?, _ name: String) throws -> SimLine {
+    guard let line else { throw CheckFailure("the gpio-sim line \(name) is missing") }
+    return line
+}
+
+/// The "Headphone Jack" control a codec driver would have; hushd watches it.
+nonisolated(unsafe) var jackControl: ALSAUserControl?
+
+func setJack(_ plugged: Bool) throws {
+    guard let jackControl else { throw CheckFailure("no Headphone Jack control") }
+    try jackControl.set(plugged)
+}
+
+func tap(_ simLine: SimLine) throws {
+    try simLine.set(active: true)
+    sleep(.milliseconds(80))
+    try simLine.set(active: false)
+}
+
+let e2eChecks: [Check] = [
+    Check(name: "e2e-start") {
+        // The configuration: the virtual profile, with the console on the second serial port and the state where
+        // a board keeps it.
+        try writeFile(
+            e2eConfig,
+            """
+            board = "/payload/virtual.toml"
+
+            [console]
+            device = "/dev/ttyS1"
+            baud = 115200
+
+            [control]
+            socket = "\(e2eSocket)"
+
+            [state]
+            file = "\(e2eState)"
+
+            [sounds]
+            directories = ["/tmp"]
+
+            """
+        )
+        shell("mkdir -p /run/hush /var/lib/hush; rm -f \(e2eState)")
+        jackControl = try ALSAUserControl(card: "Loopback", element: jack, initial: false)
+        try startHushd()
+        let state = try status()
+        print("  hushd is up: \(state["route"] ?? "?") route, system volume \(state["systemVolume"] ?? "?")")
+    },
+    Check(name: "e2e-silence-switch-mutes-effect-not-music") {
+        _ = try startClient("music", "play --tone \(musicTone) --bus music --category playback --for 600")
+        _ = try startClient(
+            "effect",
+            "play --tone \(effectTone) --bus effect --category ambient --mix-with-others --for 600"
+        )
+        let switchLine = try line(silenceSwitchLine, "silence-switch")
+        let heard = try listen(
+            to: [speakerCapture],
+            seconds: 3,
+            while: [
+                (1.0, "silence switch on", { try switchLine.set(active: true) }),
+                (2.0, "silence switch off", { try switchLine.set(active: false) }),
+            ]
+        )[0]
+        let music = levels(musicTone, heard, from: 0.4, to: 2.9)
+        let before = levels(effectTone, heard, from: 0.4, to: 0.95)
+        let silenced = levels(effectTone, heard, from: 1.2, to: 1.95)
+        let after = levels(effectTone, heard, from: 2.3, to: 2.9)
+        print("  music \(music), effect before \(before.max), silenced \(silenced.max), after \(after.min)")
+        try require(abs(music.min - expectedLevel(step: 8)) < 1.5, "music at step 8 throughout: \(music)")
+        try require(abs(before.min - expectedLevel(step: 8)) < 1.5, "effect before the switch: \(before)")
+        try require(silenced.max < -80, "the effect is silent while silenced: \(silenced.max) dBFS")
+        try require(abs(after.min - expectedLevel(step: 8)) < 1.5, "the effect is back: \(after)")
+    },
+    Check(name: "e2e-volume-buttons-step-by-the-curve") {
+        let up = try line(volumeUpLine, "volume-up")
+        let heard = try listen(
+            to: [speakerCapture],
+            seconds: 2,
+            while: [(0.8, "tap volume up", { try tap(up) })]
+        )[0]
+        let before = levels(musicTone, heard, from: 0.2, to: 0.75).max
+        let after = levels(musicTone, heard, from: 1.3, to: 1.9).min
+        print("  music \(before) dBFS at step 8, \(after) dBFS after one press")
+        try require(abs(before - expectedLevel(step: 8)) < 1, "step 8: \(before)")
+        try require(abs(after - expectedLevel(step: 9)) < 1, "step 9 by the curve: \(after)")
+    },
+    Check(name: "e2e-holding-a-button-repeats") {
+        // Held 1.25 s: the press, then repeats after 500 ms every 100 ms (R3) — about 8 steps down.
+        let down = try line(volumeDownLine, "volume-down")
+        try down.set(active: true)
+        sleep(.milliseconds(1250))
+        try down.set(active: false)
+        sleep(.milliseconds(300))
+        let step = try status()["systemVolume"] as? Int ?? -1
+        print("  system volume after holding volume down 1.25 s from 9: \(step)")
+        try require((1...3).contains(step), "holding repeats: expected about 9 - 8 = 1, got \(step)")
+        try hushctl("volume 8")
+    },
+    Check(name: "e2e-ringer-volume-moves-only-the-ringer") {
+        let ringer = try startClient("ringer", "play --tone \(ringerTone) --bus ringer --category playback --for 600")
+        let heard = try listen(
+            to: [speakerCapture],
+            seconds: 2.5,
+            while: [(1.0, "ringer volume 14", { try hushctl("ringer 14") })]
+        )[0]
+        kill(ringer, SIGTERM)
+        let before = levels(ringerTone, heard, from: 0.4, to: 0.95).max
+        let after = levels(ringerTone, heard, from: 1.4, to: 2.4).min
+        let effect = levels(effectTone, heard, from: 0.4, to: 2.4)
+        print("  ringer \(before) → \(after) dBFS; effect \(effect)")
+        try require(abs(before - expectedLevel(step: 10)) < 1, "ringer at its default step 10: \(before)")
+        try require(abs(after - expectedLevel(step: 14)) < 1, "ringer at step 14: \(after)")
+        try require(effect.max - effect.min < 1, "the effect (system volume) did not move: \(effect)")
+        try hushctl("ringer 10")
+        sleep(.milliseconds(300))
+    },
+    Check(name: "e2e-plug-keeps-music-unplug-pauses-it") {
+        let heard = try listen(
+            to: [speakerCapture, headphonesCapture],
+            seconds: 4,
+            while: [
+                (1.0, "plug", { try setJack(true) }),
+                (2.0, "unplug", { try setJack(false) }),
+                (3.0, "plug again", { try setJack(true) }),
+            ]
+        )
+        let (speaker, headphones) = (heard[0], heard[1])
+        let onSpeaker = levels(musicTone, speaker, from: 0.3, to: 0.95).min
+        let onHeadphones = levels(musicTone, headphones, from: 1.3, to: 1.95).min
+        // Not one period of music on the speaker after the unplug: every 50 ms window from the unplug on.
+        let speakerAfterUnplug = levels(musicTone, speaker, from: 2.0, to: 4.0).max
+        let headphonesAfterReplug = levels(musicTone, headphones, from: 3.3, to: 4.0).max
+        print(
+            "  music on the speaker \(onSpeaker), on headphones after plug \(onHeadphones), on the speaker after "
+                + "unplug \(speakerAfterUnplug), on headphones after re-plug \(headphonesAfterReplug) dBFS"
+        )
+        try require(onSpeaker > -40, "music on the speaker before the plug: \(onSpeaker)")
+        try require(onHeadphones > -40, "plugging keeps the music playing, on the headphones: \(onHeadphones)")
+        try require(speakerAfterUnplug < -80, "music reached the speaker after the unplug: \(speakerAfterUnplug)")
+        try require(headphonesAfterReplug < -80, "music stays paused after re-plug: \(headphonesAfterReplug)")
+        try setJack(false)
+        shell("killall hushctl")
+        sleep(.milliseconds(500))
+    },
+    Check(name: "e2e-ringtone-interrupts-music-which-resumes-after-notify") {
+        // The ringtone client activates at about 1 s (hushctl's own start-up under TCG takes a few hundred ms),
+        // rings for 2 s, then deactivates with notifyOthers: the music's interruption ends and it resumes.
+        _ = try startClient("music2", "play --tone \(musicTone) --bus music --category playback --for 600")
+        let heard = try listen(
+            to: [speakerCapture],
+            seconds: 5.5,
+            while: [
+                (
+                    1.0, "ringtone starts",
+                    {
+                        _ = try startClient(
+                            "ringtone",
+                            "play --tone \(ringerTone) --bus ringer --category playback --for 2"
+                        )
+                    }
+                )
+            ]
+        )[0]
+        let before = levels(musicTone, heard, from: 0.3, to: 0.95).min
+        let during = levels(musicTone, heard, from: 2.0, to: 2.8).max
+        let ringing = levels(ringerTone, heard, from: 2.0, to: 2.8).min
+        let after = levels(musicTone, heard, from: 4.6, to: 5.4).min
+        print("  music \(before), during the ringtone \(during) (ringer \(ringing)), after \(after) dBFS")
+        try require(before > -40, "music before the ringtone: \(before)")
+        try require(during < -80, "the ringtone interrupts the music: \(during)")
+        try require(ringing > -40, "the ringtone sounds: \(ringing)")
+        try require(after > -40, "music resumes after the ringtone deactivates with notifyOthers: \(after)")
+    },
+    Check(name: "e2e-ducking-and-a-killed-ducking-client") {
+        var ducker: Int32 = 0
+        let heard = try listen(
+            to: [speakerCapture],
+            seconds: 4,
+            while: [
+                (
+                    1.0, "ducking voice starts",
+                    {
+                        ducker = try startClient(
+                            "ducker",
+                            "play --tone \(duckTone) --bus effect --category playback --duck-others --for 600"
+                        )
+                    }
+                ),
+                (2.5, "kill -9 the ducking client", { kill(ducker, SIGKILL) }),
+            ]
+        )[0]
+        let before = levels(musicTone, heard, from: 0.3, to: 0.95).min
+        let ducked = levels(musicTone, heard, from: 1.8, to: 2.45)
+        let restored = levels(musicTone, heard, from: 3.3, to: 3.9).min
+        print("  music \(before), ducked \(ducked), after the client was killed \(restored) dBFS")
+        try require(abs(ducked.max - (before - 14)) < 1.5, "ducked by 14 dB: \(before) → \(ducked)")
+        try require(abs(restored - before) < 1, "the killed client's duck is undone: \(restored)")
+        shell("killall hushctl")
+        sleep(.milliseconds(300))
+    },
+    Check(name: "e2e-volumes-survive-a-restart") {
+        try hushctl("volume 11")
+        try hushctl("ringer 5")
+        sleep(.milliseconds(1500))  // the state file is written at most once a second
+        stopHushd()
+        try startHushd()
+        var state = try status()
+        try require(
+            state["systemVolume"] as? Int == 11,
+            "system volume after a restart: \(state["systemVolume"] ?? "-")"
+        )
+        try require(
+            state["ringerVolume"] as? Int == 5,
+            "ringer volume after a restart: \(state["ringerVolume"] ?? "-")"
+        )
+        try hushctl("volume 7")
+        sleep(.milliseconds(1500))
+        stopHushd(signal: "KILL")
+        try startHushd()
+        state = try status()
+        try require(state["systemVolume"] as? Int == 7, "after kill -9: \(state["systemVolume"] ?? "-")")
+        print("  volumes 11/5 survived SIGTERM, 7 survived SIGKILL")
+        stopHushd()
+    },
+]
