@@ -165,10 +165,10 @@ public final class AudioOutputThread: @unchecked Sendable {
         return Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue().device
     }
 
-    /// Whether the engine's rendering fits `a` as it fits `b` (the PCM's name may differ).
+    /// Whether the engine's rendering fits `a` as it fits `b`: the same rate, channels and period (the PCM's name
+    /// and the sample format may differ: the engine converts to each device's format as it writes).
     static func sameFormat(_ a: PlaybackConfiguration, _ b: PlaybackConfiguration) -> Bool {
-        a.sampleRate == b.sampleRate && a.channels == b.channels && a.format == b.format
-            && a.periodFrames == b.periodFrames
+        a.sampleRate == b.sampleRate && a.channels == b.channels && a.periodFrames == b.periodFrames
     }
 
     /// A device in transit between the control side and the audio thread.
@@ -204,7 +204,8 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     private func loop() {
         let frames = granted.periodFrames
-        let bytes = frames * granted.channels * granted.format.bytesPerSample
+        // Room for the widest sample format: a route's device may take another format than the first one.
+        let bytes = frames * granted.channels * 4
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
         defer { buffer.deallocate() }
         var backoff = Duration.milliseconds(100)

@@ -24,8 +24,9 @@ public final class Daemon {
         /// Where sound goes when the output device does not open at start (nil: start-up fails instead).
         public var fallbackWAV: String?
         public var realtimePriority: Int32 = 70
-        /// The PCM of each route that has its own (a headphone amp on another device); others use `output.pcm`.
-        public var routePCMs: [Route: String] = [:]
+        /// The device of each route that has its own (headphones on the board's jack, a DAC HAT for the
+        /// speaker); routes without one use `output`. Rate, channels and period must match `output`'s.
+        public var routeOutputs: [Route: PlaybackConfiguration] = [:]
         /// Where clients may read sound files from.
         public var soundDirectories: [String] = []
         public var maxSessionsPerClient = 8
@@ -105,8 +106,7 @@ public final class Daemon {
     }
 
     private func openOutput() throws(HardwareError) {
-        var configuration = setup.output
-        configuration.pcm = setup.routePCMs[audio.policy.route] ?? setup.output.pcm
+        let configuration = setup.routeOutputs[audio.policy.route] ?? setup.output
         let device: any PCMOutput
         do {
             let playback = try ALSAPlayback(configuration)
@@ -218,10 +218,9 @@ public final class Daemon {
 
     /// A route with a PCM of its own: open it here (not on the audio thread) and hand it over.
     private func switchOutput(to route: Route) {
-        let pcm = setup.routePCMs[route] ?? setup.output.pcm
+        let configuration = setup.routeOutputs[route] ?? setup.output
+        let pcm = configuration.pcm
         guard pcm != currentPCM, let output, !outputDescription.hasPrefix("file:") else { return }
-        var configuration = setup.output
-        configuration.pcm = pcm
         do {
             let device = try ALSAPlayback(configuration)
             if output.handOver(device, requested: configuration) {
