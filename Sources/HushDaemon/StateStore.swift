@@ -1,0 +1,572 @@
+import HushCore
+import Logging
+import TOMLKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Keeps the volumes that survive a restart (``PersistedVolumes``: system volume per route, ringer volume, route
+/// override) in a small TOML file, by default `/var/lib/hush/state`.
+///
+/// The file is TOML, like hushd's configuration: one syntax for everything a person reads under /etc/hush and
+/// /var/lib/hush, comments allowed, and the parser (TOMLKit) is already part of hushd. Its first key is a schema
+/// version, so a later hushd can change the layout and an older one refuses what it does not understand.
+///
+/// Writes are atomic — a temporary file in the same directory, written, fsync'd, renamed over the old file, then
+/// the directory fsync'd — so a crash or power cut leaves either the old state or the new, never a mix. They
+/// happen at most once per `interval`: ``save(_:now:)`` records the wish and writes at once only when the last
+/// write is old enough; otherwise the daemon's loop calls ``flush(now:)`` at ``nextDeadline``. ``flushNow()``
+/// writes what is pending at shutdown.
+///
+/// A file that cannot be understood (bad syntax, another schema version, a value out of range, a route the board
+/// does not have) is renamed to `state.corrupt-<UTC timestamp>`, kept for a person to look at, and the defaults
+/// are used. A write that fails (read-only file system, disk full, directory missing and not creatable) is logged
+/// once per kind of failure and retried later; it never stops hushd.
+///
+/// - Important: Not thread-safe: one owner (hushd's loop) calls it.
+public final class StateStore {
+    /// The schema version this hushd writes and reads.
+    public static let schemaVersion = 1
+    /// The default location of the state file.
+    public static let defaultPath = "/var/lib/hush/state"
+    /// Files larger than this are not state files hush wrote (it writes a few hundred bytes).
+    static let maximumSize = 64 * 1024
+
+    public let path: String
+    /// The shortest time between two writes.
+    public let interval: Duration
+    /// How long to wait before trying again after a failed write.
+    public let retryInterval: Duration
+    /// The routes the board has, or nil to accept any route name.
+    public let knownRoutes: Set<Route>?
+
+    private let logger: Logger
+    private var pending: PersistedVolumes?
+    private var lastWrite: Instant?
+    private var retryAt: Instant?
+    private var loggedFailures: Set<StateFileError.Kind> = []
+
+    /// A store for the file at `path`. Nothing is read or written until ``load()`` or ``save(_:now:)``.
+    ///
+    /// - Parameters:
+    ///   - interval: the shortest time between two writes.
+    ///   - knownRoutes: the board's routes; a file naming another route is treated as corrupt. Nil accepts any.
+    ///   - retryInterval: the wait after a failed write before the next attempt.
+    public init(
+        path: String,
+        interval: Duration = .seconds(1),
+        knownRoutes: Set<Route>? = nil,
+        retryInterval: Duration = .seconds(5),
+        logger: Logger
+    ) {
+        self.path = path
+        self.interval = interval
+        self.knownRoutes = knownRoutes
+        self.retryInterval = retryInterval
+        self.logger = logger
+    }
+
+    // MARK: Reading
+
+    /// The volumes in the state file, or nil (use the defaults) when there is none or it cannot be used.
+    ///
+    /// A missing file is logged as info; a corrupt one is set aside with one error line naming the file, the
+    /// problem and where the copy went; an unreadable one (permissions) is logged and left in place.
+    public func load() -> PersistedVolumes? {
+        let text: String
+        do {
+            guard let read = try StateFileIO.read(path, limit: Self.maximumSize) else {
+                logger.info("no state file at \(path) yet; starting from the default volumes")
+                return nil
+            }
+            text = read
+        } catch let error as StateFileCorruption {
+            setAside(error)
+            return nil
+        } catch {
+            logger.error("\(error); starting from the default volumes")
+            return nil
+        }
+        do {
+            let volumes = try Self.decode(text, path: path, knownRoutes: knownRoutes)
+            logger.info("volumes restored from \(path): \(Self.summary(volumes))")
+            return volumes
+        } catch {
+            setAside(error)
+            return nil
+        }
+    }
+
+    /// Renames the corrupt file out of the way, keeping it, and says so in one line.
+    private func setAside(_ corruption: StateFileCorruption) {
+        let copy = Self.corruptCopyPath(for: path)
+        do {
+            try StateFileIO.rename(path, to: copy)
+            logger.error("\(corruption); set aside as \(copy); starting from the default volumes")
+        } catch {
+            let line =
+                "\(corruption); could not set it aside (\(error.message)); starting from the default volumes, "
+                + "and the next save replaces it"
+            logger.error("\(line)")
+        }
+    }
+
+    /// `state.corrupt-20250614T101500Z` beside `path`, with `-2`, `-3`, … when that name is taken.
+    static func corruptCopyPath(for path: String) -> String {
+        var now = time(nil)
+        var parts = tm()
+        gmtime_r(&now, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let stamp =
+            "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))Z"
+        let base = "\(path).corrupt-\(stamp)"
+        var candidate = base
+        var suffix = 2
+        while access(candidate, F_OK) == 0 {
+            candidate = "\(base)-\(suffix)"
+            suffix += 1
+        }
+        return candidate
+    }
+
+    // MARK: Writing
+
+    /// Records `volumes` to be written: at once when the last write is at least ``interval`` old, else at
+    /// ``nextDeadline``. A newer call replaces a wish not yet written.
+    public func save(_ volumes: PersistedVolumes, now: Instant) {
+        pending = volumes
+        if let retryAt, now < retryAt { return }
+        if let lastWrite, now - lastWrite < interval { return }
+        write(now: now)
+    }
+
+    /// When ``flush(now:)`` must be called for a pending write, or nil when nothing waits.
+    public var nextDeadline: Instant? {
+        guard pending != nil else { return nil }
+        let rateLimited = lastWrite.map { $0 + interval }
+        switch (rateLimited, retryAt) {
+        case (let a?, let b?): return max(a, b)
+        case (let a?, nil): return a
+        case (nil, let b?): return b
+        case (nil, nil): return .zero
+        }
+    }
+
+    /// Whether volumes wait to be written.
+    public var hasPendingWrite: Bool { pending != nil }
+
+    /// Writes the pending volumes if their deadline has come.
+    public func flush(now: Instant) {
+        guard let deadline = nextDeadline, deadline <= now else { return }
+        write(now: now)
+    }
+
+    /// Writes the pending volumes now, whatever the rate limit: for shutdown.
+    public func flushNow() {
+        guard let volumes = pending else { return }
+        if perform(volumes) { pending = nil }
+    }
+
+    private func write(now: Instant) {
+        guard let volumes = pending else { return }
+        if perform(volumes) {
+            pending = nil
+            lastWrite = now
+            retryAt = nil
+        } else {
+            retryAt = now + retryInterval
+        }
+    }
+
+    /// One atomic write; false (logged once per kind of failure) when it failed.
+    private func perform(_ volumes: PersistedVolumes) -> Bool {
+        do {
+            try StateFileIO.writeAtomically(Self.encode(volumes), to: path)
+            if !loggedFailures.isEmpty {
+                logger.notice("state file \(path) written again")
+                loggedFailures = []
+            }
+            logger.debug("state file \(path) written: \(Self.summary(volumes))")
+            return true
+        } catch {
+            if loggedFailures.insert(error.kind).inserted {
+                let line =
+                    "\(error); the volumes are kept in memory and written when this is fixed (retrying every "
+                    + "\(retryInterval.milliseconds) ms; this kind of failure is not logged again)"
+                logger.error("\(line)")
+            }
+            return false
+        }
+    }
+
+    // MARK: Format
+
+    /// The file's text for `volumes`.
+    public static func encode(_ volumes: PersistedVolumes) -> String {
+        var lines = [
+            "# hush state: the volumes hushd restores when it starts (policy R12).",
+            "# Written by hushd, atomically and at most once a second; edit it only while hushd is stopped.",
+            "schema = \(schemaVersion)",
+            "ringer = \(volumes.ringer.rawValue)",
+        ]
+        if let route = volumes.routeOverride { lines.append("route_override = \(quoted(route.name))") }
+        lines.append("")
+        lines.append("[system]")
+        for (route, step) in volumes.system.sorted(by: { $0.key < $1.key }) {
+            lines.append("\(key(route.name)) = \(step.rawValue)")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The volumes in `text`, or why it is not a state file this hushd can use.
+    ///
+    /// - Parameters:
+    ///   - path: the file's name, for the error.
+    ///   - knownRoutes: the board's routes; nil accepts any route name.
+    public static func decode(
+        _ text: String,
+        path: String,
+        knownRoutes: Set<Route>? = nil
+    ) throws(StateFileCorruption) -> PersistedVolumes {
+        func corrupt(_ problem: String, line: Int?) -> StateFileCorruption {
+            StateFileCorruption(path: path, line: line, problem: problem)
+        }
+        guard !text.allSatisfy(\.isWhitespace) else { throw corrupt("the file is empty", line: nil) }
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw corrupt("bad syntax: \(error.description)", line: error.source.begin.line)
+        } catch {
+            throw corrupt("bad syntax: \(error)", line: nil)
+        }
+        func line(_ key: String, in section: String? = nil) -> Int? { lineNumber(of: key, in: section, text: text) }
+
+        guard let schemaValue = table["schema"] else {
+            throw corrupt("it has no 'schema' version (this hushd writes schema = \(schemaVersion))", line: nil)
+        }
+        guard let schema = schemaValue.int, schema == schemaVersion else {
+            throw corrupt(
+                "schema version \(schemaValue) is not \(schemaVersion), the one this hushd reads "
+                    + "(was it written by another version of hush?)",
+                line: line("schema")
+            )
+        }
+        let allowed: Set<String> = ["schema", "ringer", "route_override", "system"]
+        for key in table.keys.sorted() where !allowed.contains(key) {
+            throw corrupt(
+                "unknown key '\(key)' (schema \(schemaVersion) has \(allowed.sorted().joined(separator: ", ")))",
+                line: line(key)
+            )
+        }
+
+        func step(_ value: TOMLValueConvertible, name: String, line: Int?) throws(StateFileCorruption) -> VolumeStep {
+            guard let number = value.int, let step = VolumeStep(rawValue: number) else {
+                throw corrupt(
+                    "\(name) = \(value) is not a volume step (a whole number from 0 to \(VolumeStep.count))",
+                    line: line
+                )
+            }
+            return step
+        }
+        func route(_ name: String, what: String, line: Int?) throws(StateFileCorruption) -> Route {
+            guard !name.isEmpty else { throw corrupt("\(what) names an empty route", line: line) }
+            let route = Route(name)
+            if let knownRoutes, !knownRoutes.contains(route) {
+                throw corrupt(
+                    "\(what) names route '\(name)', which this board does not have (routes: "
+                        + knownRoutes.sorted().map(\.name).joined(separator: ", ") + ")",
+                    line: line
+                )
+            }
+            return route
+        }
+
+        guard let ringerValue = table["ringer"] else {
+            throw corrupt("it has no 'ringer' volume", line: nil)
+        }
+        let ringer = try step(ringerValue, name: "ringer", line: line("ringer"))
+
+        var routeOverride: Route?
+        if let value = table["route_override"] {
+            guard let name = value.string else {
+                throw corrupt(
+                    "route_override = \(value) is not a route name in quotes",
+                    line: line("route_override")
+                )
+            }
+            routeOverride = try route(name, what: "route_override", line: line("route_override"))
+        }
+
+        var system: [Route: VolumeStep] = [:]
+        if let value = table["system"] {
+            guard let section = value.table else {
+                throw corrupt("'system' must be a table of route = volume step", line: line("system"))
+            }
+            for name in section.keys.sorted() {
+                guard let value = section[name] else { continue }
+                let entryLine = line(name, in: "system")
+                let target = try route(name, what: "[system] \(name)", line: entryLine)
+                system[target] = try step(value, name: "[system] \(name)", line: entryLine)
+            }
+        }
+        return PersistedVolumes(system: system, ringer: ringer, routeOverride: routeOverride)
+    }
+
+    /// The 1-based line on which `key` is assigned (in `[section]`, or before any section), for error messages.
+    static func lineNumber(of key: String, in section: String?, text: String) -> Int? {
+        var current: String?
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.drop { $0 == " " || $0 == "\t" }
+            if line.hasPrefix("[") {
+                current = String(line.dropFirst().prefix { $0 != "]" }).trimmingSpaces()
+                continue
+            }
+            guard current == section else { continue }
+            for spelling in [key, "\"\(key)\"", "'\(key)'"] where line.hasPrefix(spelling) {
+                let rest = line.dropFirst(spelling.count).drop { $0 == " " || $0 == "\t" }
+                if rest.hasPrefix("=") { return index + 1 }
+            }
+            if section == nil, line.hasPrefix(key + ".") { return index + 1 }
+        }
+        return nil
+    }
+
+    /// "speaker 8, headphones 6; ringer 10; route override headphones" for logs.
+    static func summary(_ volumes: PersistedVolumes) -> String {
+        let system = volumes.system.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value.rawValue)" }
+        return "system "
+            + (system.isEmpty ? "(none)" : system.joined(separator: ", "))
+            + "; ringer \(volumes.ringer.rawValue)"
+            + (volumes.routeOverride.map { "; route override \($0)" } ?? "")
+    }
+
+    /// A TOML key: bare when it can be, else a quoted string.
+    private static func key(_ name: String) -> String {
+        let bare =
+            !name.isEmpty
+            && name.unicodeScalars.allSatisfy {
+                ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "_" || $0 == "-"
+            }
+        return bare ? name : quoted(name)
+    }
+
+    /// A TOML basic string.
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            default:
+                if scalar.value < 0x20 || scalar.value == 0x7F {
+                    let hex = String(scalar.value, radix: 16, uppercase: true)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension StringProtocol {
+    fileprivate func trimmingSpaces() -> String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}
+
+/// Why a state file was set aside: which file, where in it (when known) and what was wrong.
+public struct StateFileCorruption: Error, Hashable, Sendable, CustomStringConvertible {
+    public var path: String
+    /// The 1-based line of the problem, when it is known.
+    public var line: Int?
+    public var problem: String
+
+    public init(path: String, line: Int?, problem: String) {
+        self.path = path
+        self.line = line
+        self.problem = problem
+    }
+
+    /// "state file /var/lib/hush/state line 4 is corrupt: ringer = 40 is not a volume step (…)"
+    public var description: String {
+        "state file \(path)" + (line.map { " line \($0)" } ?? "") + " is corrupt: \(problem)"
+    }
+}
+
+/// Why the state file could not be read or written: the operation, the file, the system's answer.
+public struct StateFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Kinds of failure, each logged once until a write succeeds again.
+    public enum Kind: String, Hashable, Sendable {
+        case readOnlyFileSystem, noSpace, missingDirectory, permissionDenied, other
+    }
+
+    public var operation: String
+    public var path: String
+    public var errno: Int32?
+    public var message: String
+
+    public init(operation: String, path: String, errno: Int32?, message: String) {
+        self.operation = operation
+        self.path = path
+        self.errno = errno
+        self.message = message
+    }
+
+    /// The failure's kind, from its errno.
+    public var kind: Kind {
+        switch errno {
+        case EROFS: .readOnlyFileSystem
+        case ENOSPC, EDQUOT: .noSpace
+        case ENOENT, ENOTDIR: .missingDirectory
+        case EACCES, EPERM: .permissionDenied
+        default: .other
+        }
+    }
+
+    /// "cannot create /var/lib/hush/state.tmp: the file system is read-only [errno 30]"
+    public var description: String {
+        "cannot \(operation) \(path): \(message)" + (errno.map { " [errno \($0)]" } ?? "")
+    }
+
+    /// An error for `errno` with a message a person can act on.
+    static func system(_ operation: String, _ path: String, errno code: Int32) -> StateFileError {
+        let message =
+            switch code {
+            case EROFS: "the file system is read-only; give hushd a writable state directory (StateDirectory=hush)"
+            case ENOSPC, EDQUOT: "no space left on the device"
+            case EACCES, EPERM: "permission denied; the hush user must own the state directory"
+            default: String(cString: strerror(code))
+            }
+        return StateFileError(operation: operation, path: path, errno: code, message: message)
+    }
+}
+
+/// Every system call of the state file, each errno a ``StateFileError`` or ``StateFileCorruption``; EINTR retried.
+enum StateFileIO {
+    /// The file's text, or nil when it does not exist.
+    static func read(_ path: String, limit: Int) throws -> String? {
+        let fd = retrying { open(path, O_RDONLY | O_CLOEXEC) }
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw StateFileError.system("open", path, errno: errno)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = retrying { chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            if count < 0 { throw StateFileError.system("read", path, errno: errno) }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            if bytes.count > limit {
+                throw StateFileCorruption(
+                    path: path,
+                    line: nil,
+                    problem: "it is larger than \(limit / 1024) KiB; hush writes a few hundred bytes"
+                )
+            }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw StateFileCorruption(path: path, line: nil, problem: "it is not UTF-8 text")
+        }
+        return text
+    }
+
+    static func rename(_ from: String, to: String) throws(StateFileError) {
+        guard Glibc.rename(from, to) == 0 else { throw StateFileError.system("rename \(from) to", to, errno: errno) }
+    }
+
+    /// Replaces the file at `path` with `text`: temporary file, write, fsync, rename, fsync of the directory.
+    /// Creates the directory (0755) when it is missing.
+    static func writeAtomically(_ text: String, to path: String) throws(StateFileError) {
+        let directory = directoryName(path)
+        try makeDirectory(directory)
+        let temporary = temporaryPath(for: path)
+        let fd = retrying { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644) }
+        guard fd >= 0 else { throw StateFileError.system("create", temporary, errno: errno) }
+        var closed = false
+        var renamed = false
+        defer {
+            if !closed { close(fd) }
+            if !renamed { unlink(temporary) }
+        }
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let count = retrying {
+                bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            }
+            guard count > 0 else { throw StateFileError.system("write", temporary, errno: count < 0 ? errno : EIO) }
+            offset += count
+        }
+        guard retrying({ fsync(fd) }) == 0 else { throw StateFileError.system("fsync", temporary, errno: errno) }
+        closed = true
+        // close can report a delayed write error (NFS); after fsync it should not, but a failure still means the
+        // data may not be there.
+        guard close(fd) == 0 || errno == EINTR else { throw StateFileError.system("close", temporary, errno: errno) }
+        guard Glibc.rename(temporary, path) == 0 else {
+            throw StateFileError.system("rename \(temporary) to", path, errno: errno)
+        }
+        renamed = true
+        try syncDirectory(directory)
+    }
+
+    /// The temporary file a write goes through: beside the state file, so the rename stays on one file system.
+    /// A crash can leave it behind; the loader never reads it and the next write replaces it.
+    static func temporaryPath(for path: String) -> String { "\(path).tmp" }
+
+    static func directoryName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// Creates `directory` and its missing parents with mode 0755.
+    static func makeDirectory(_ directory: String) throws(StateFileError) {
+        var status = stat()
+        if stat(directory, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFDIR else {
+                throw StateFileError(
+                    operation: "use",
+                    path: directory,
+                    errno: ENOTDIR,
+                    message: "it is not a directory; the state file's directory must be one"
+                )
+            }
+            return
+        }
+        guard errno == ENOENT else { throw StateFileError.system("look at directory", directory, errno: errno) }
+        let parent = directoryName(directory)
+        if parent != directory { try makeDirectory(parent) }
+        guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
+            throw StateFileError.system("create directory", directory, errno: errno)
+        }
+    }
+
+    /// Makes the rename itself durable: without this a power cut can bring back the old directory entry.
+    static func syncDirectory(_ directory: String) throws(StateFileError) {
+        let fd = retrying { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw StateFileError.system("open directory", directory, errno: errno) }
+        defer { close(fd) }
+        // Some file systems cannot fsync a directory (EINVAL); the rename is then as durable as they make it.
+        guard retrying({ fsync(fd) }) == 0 || errno == EINVAL else {
+            throw StateFileError.system("fsync directory", directory, errno: errno)
+        }
+    }
+
+    /// Runs a system call again while it fails with EINTR.
+    private static func retrying<T: BinaryInteger>(_ call: () -> T) -> T {
+        while true {
+            let result = call()
+            if result < 0 && errno == EINTR { continue }
+            return result
+        }
+    }
+}
