@@ -125,4 +125,4 @@ func describe(_ events: [TimedInputEvent]) -> String {
     events.map { "\($0.event)" }.joined(separator: "; ")
 }
 
-let allChecks: [Check] = gpioChecks + alsaChecks + evdevChecks + outputChecks
+let allChecks: [Check] = gpioChecks + alsaChecks + evdevChecks + outputChecks + volumeControlChecks
