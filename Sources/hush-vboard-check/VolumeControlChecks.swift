@@ -63,6 +63,21 @@ private func expectValues(_ client: ALSAElementClient, _ expected: [Int], _ what
     try require(seen == expected, "\(what): read \(seen), expected \(expected)")
 }
 
+/// Runs the guest's `amixer` with `arguments` (shell words), returning its exit status and output; nil when the
+/// scenario did not bring amixer into the guest (`# vboard-tools: amixer`).
+private func amixer(_ arguments: String) -> (status: Int32, output: String)? {
+    let candidates: [String] = ["/usr/bin/amixer", "/payload/amixer"]
+    guard let path = candidates.first(where: { access($0, X_OK) == 0 }) else { return nil }
+    guard let pipe = popen("\(path) \(arguments) 2>&1", "r") else { return nil }
+    var output = ""
+    var buffer = [CChar](repeating: 0, count: 1024)
+    while fgets(&buffer, Int32(buffer.count), pipe) != nil {
+        output += String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    let status = pclose(pipe)
+    return (status == -1 ? -1 : (status >> 8) & 0xFF, output)
+}
+
 let volumeControlChecks: [Check] = [
     Check(name: "volume-controls-created") {
         let controls = try ALSAVolumeControls(card: "Loopback", values: values(7, 11, silent: true), logger: logger)
@@ -210,6 +225,65 @@ let volumeControlChecks: [Check] = [
         try require(info.isInteger && info.maximum == VolumeStep.count, "not replaced: \(info)")
         let shown = try client.read(ringerVolume)
         try require(shown == 13, "the replaced control shows \(shown)")
+    },
+    Check(name: "volume-controls-amixer") {
+        // Stock amixer, when the scenario copies it into the guest: what a person at the board would type.
+        guard amixer("--version") != nil else {
+            print("  skipped: no amixer in the guest (a scenario line '# vboard-tools: amixer' brings it)")
+            return
+        }
+        let controls = try ALSAVolumeControls(card: "Loopback", values: values(9, 4, silent: true), logger: logger)
+        defer { controls.remove() }
+        let list = try amixer("-c Loopback scontrols").orFail("amixer did not run")
+        print(list.output.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        try require(
+            list.output.contains("'Hush System',0") && list.output.contains("'Hush Ringer',0")
+                && list.output.contains("'Hush Silence',0"),
+            "amixer scontrols does not list hush's controls"
+        )
+        let cget = try amixer("-c Loopback cget name='Hush System Playback Volume'").orFail("amixer did not run")
+        print(cget.output.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        try require(
+            cget.status == 0 && cget.output.contains("type=INTEGER")
+                && cget.output.contains("min=0,max=\(VolumeStep.count)") && cget.output.contains(": values=9"),
+            "amixer cget: \(cget.output)"
+        )
+        let volume = try amixer("-c Loopback sget 'Hush System'").orFail("amixer did not run")
+        print(volume.output.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        try require(
+            volume.status == 0 && volume.output.contains("Playback 9 ["),
+            "sget 'Hush System': \(volume.output)"
+        )
+        let switchInfo = try amixer("-c Loopback cget name='Hush Silence Switch'").orFail("amixer did not run")
+        print(switchInfo.output.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        let sget = try amixer("-c Loopback sget 'Hush Silence'").orFail("amixer did not run")
+        print(sget.output.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        try require(sget.status == 0 && sget.output.contains("[on]"), "amixer sget 'Hush Silence': \(sget.output)")
+
+        let cset = try amixer("-c Loopback cset name='Hush Ringer Playback Volume' 12").orFail("amixer did not run")
+        try require(cset.status == 0, "amixer cset of the ringer volume failed: \(cset.output)")
+        let changes = drainChanges(controls)
+        try require(
+            changes.map { [$0.kind == .system ? 0 : 1, $0.step.rawValue] } == [[1, 12]],
+            "amixer cset ringer 12 gave \(describe(changes))"
+        )
+        let sset = try amixer("-c Loopback sset 'Hush System' 50%").orFail("amixer did not run")
+        try require(sset.status == 0, "amixer sset 'Hush System' 50% failed: \(sset.output)")
+        let fromPercent = drainChanges(controls)
+        try require(
+            fromPercent.map { [$0.kind == .system ? 0 : 1, $0.step.rawValue] } == [[0, 8]],
+            "amixer sset 'Hush System' 50% gave \(describe(fromPercent))"
+        )
+        let refused = try amixer("-c Loopback cset name='Hush Silence Switch' off").orFail("amixer did not run")
+        print(
+            "  amixer cset name='Hush Silence Switch' off → exit \(refused.status): "
+                + refused.output.split(separator: "\n").joined(separator: " / ")
+        )
+        try require(
+            refused.status != 0 && refused.output.contains("Operation not permitted"),
+            "amixer could write the silence switch: \(refused.output)"
+        )
+        try require(try ALSAElementClient(card: "Loopback").read(silenceSwitch) == 1, "the switch moved")
     },
     Check(name: "volume-controls-card-gone-and-back") {
         // As in alsa-card-gone-and-back: the unbind waits for every handle on the card, so it runs in the
