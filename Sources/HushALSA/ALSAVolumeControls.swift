@@ -86,6 +86,7 @@ public final class ALSAVolumeControls {
     /// What the controls show, or will show once the card is back.
     public private(set) var values: HushControlValues
 
+    private let decibelScale: [UInt32]
     private var attached: AttachedControls?
     private var retryAt: Instant?
     private let event: OpaquePointer
@@ -95,14 +96,18 @@ public final class ALSAVolumeControls {
     ///
     /// Throws when the card does not exist (naming the cards there are), cannot be opened (permissions), or the
     /// controls cannot be added (the card's limit on user controls; another running hushd holds them).
+    /// - Parameter curve: the volume curve hush applies; the controls carry it as their dB scale, so
+    ///   `amixer` and `alsamixer` show each step's level in dB.
     public init(
         card: String,
         values: HushControlValues,
+        curve: VolumeCurve = .default,
         retryInterval: Duration = .seconds(1),
         logger: Logger
     ) throws(HardwareError) {
         self.card = card
         self.values = values
+        decibelScale = Self.decibelScale(curve)
         self.retryInterval = retryInterval
         self.logger = logger
         var event: OpaquePointer?
@@ -266,6 +271,14 @@ public final class ALSAVolumeControls {
         // Every control is in place before any value is written, so a hushd refused because another one holds
         // the switch (checked first) leaves the other's values alone.
         for slot in Slot.allCases { attached.numids[slot] = try ensure(slot, on: control) }
+        for slot in [Slot.system, .ringer] {
+            guard let numid = attached.numids[slot] else { continue }
+            let result = control.writeTLV(numid: numid, decibelScale)
+            // Without it the controls work; amixer only shows no dB.
+            if result < 0 {
+                logger.warning("\(control.title): no dB scale on \(slot.element): \(ALSAErrors.message(result))")
+            }
+        }
         for slot in Slot.allCases {
             attached.shown[slot] = value(of: slot)
             try write(slot, value(of: slot), on: attached)
@@ -360,6 +373,54 @@ public final class ALSAVolumeControls {
         }
     }
 
+    // MARK: The dB scale
+
+    /// The largest dB-range TLV alsa-lib's simple mixer (amixer sget, alsamixer) accepts (`MAX_TLV_RANGE_SIZE`
+    /// in alsa-lib's tlv.c), in bytes.
+    static let maximumScaleSize = 256
+
+    /// The curve as an ALSA TLV (`SNDRV_CTL_TLVT_DB_RANGE`): step 0 as mute, then one dB-scale item per run of
+    /// steps whose levels rise by the same amount (to 0.01 dB, the TLV's unit) — the default curve's four straight
+    /// segments take four items.
+    ///
+    /// Every item but the last covers at least two steps (two levels always make a run), so any curve needs at
+    /// most nine items, 224 bytes: within ``maximumScaleSize``.
+    static func decibelScale(_ curve: VolumeCurve) -> [UInt32] {
+        // sound/tlv.h's SNDRV_CTL_TLVD_DB_SCALE_MUTE: the range's lowest value is silence. alsa-lib's headers do
+        // not name it.
+        let muteFlag: UInt32 = 0x10000
+        let levels = (1...VolumeStep.count).map {
+            Int32((curve.decibels(at: VolumeStep(clamping: $0)) * 100).rounded())
+        }
+        func item(from first: Int, to last: Int, minimum: Int32, step: Int32, mute: Bool) -> [UInt32] {
+            [
+                UInt32(first), UInt32(last), UInt32(SND_CTL_TLVT_DB_SCALE), 8, UInt32(bitPattern: minimum),
+                UInt32(bitPattern: step) | (mute ? muteFlag : 0),
+            ]
+        }
+        var items = item(from: 0, to: 0, minimum: levels[0], step: 0, mute: true)
+        var first = 1
+        while first <= VolumeStep.count {
+            let rise = first < VolumeStep.count ? levels[first] - levels[first - 1] : 0
+            var last = first
+            while last < VolumeStep.count && levels[last] - levels[last - 1] == rise { last += 1 }
+            items += item(from: first, to: last, minimum: levels[first - 1], step: rise, mute: false)
+            first = last + 1
+        }
+        return [UInt32(SND_CTL_TLVT_DB_RANGE), UInt32(items.count * 4)] + items
+    }
+
+    /// A step's level in dB as alsa-lib reads it from `tlv` (nil for mute or an unreadable scale); for tests.
+    static func decibels(of step: Int, in tlv: [UInt32]) -> Float? {
+        var tlv = tlv
+        var gain = 0
+        let result = tlv.withUnsafeMutableBufferPointer {
+            snd_tlv_convert_to_dB($0.baseAddress, 0, VolumeStep.count, step, &gain)
+        }
+        guard result == 0, gain != SND_CTL_TLV_DB_GAIN_MUTE else { return nil }
+        return Float(gain) / 100
+    }
+
     // MARK: The card going and coming back
 
     private func cardGone(now: Instant, reason: String) {
@@ -446,6 +507,31 @@ public final class ALSAElementClient {
             }
             throw error
         }
+    }
+
+    /// The level in dB that the element's dB scale gives `value`, as `amixer` shows it; nil for mute.
+    /// Throws when the element has no dB scale.
+    public func decibels(_ element: ALSAElementName, at value: Int) throws(HardwareError) -> Float? {
+        let numid = try numid(element)
+        guard let info = info(element) else { return nil }
+        var tlv = [UInt32](repeating: 0, count: 1024)
+        var gain = 0
+        let result: Int32 =
+            tlv.withUnsafeMutableBufferPointer { buffer in
+                control.readTLV(numid: numid, into: buffer).flatMap { read in
+                    read < 0
+                        ? read : snd_tlv_convert_to_dB(buffer.baseAddress, info.minimum, info.maximum, value, &gain)
+                }
+            } ?? -ENOMEM
+        guard result == 0 else {
+            throw HardwareError(
+                operation: "read the dB scale of control \(element) on",
+                device: control.title,
+                errno: -result,
+                message: ALSAErrors.message(result)
+            )
+        }
+        return gain == SND_CTL_TLV_DB_GAIN_MUTE ? nil : Float(gain) / 100
     }
 
     /// Removes a user element from the card (`amixer` cannot; other programs can, when it is not locked).
@@ -555,6 +641,18 @@ extension ControlHandle {
     /// Takes (`lock`) or gives up an element's write lock; alsa-lib's result.
     func lockElement(numid: UInt32, lock: Bool) -> Int32 {
         withID(numid: numid) { lock ? snd_ctl_elem_lock(handle, $0) : snd_ctl_elem_unlock(handle, $0) } ?? -ENOMEM
+    }
+
+    /// Reads an element's TLV data into `buffer`; alsa-lib's result.
+    func readTLV(numid: UInt32, into buffer: UnsafeMutableBufferPointer<UInt32>) -> Int32? {
+        withID(numid: numid) { snd_ctl_elem_tlv_read(handle, $0, buffer.baseAddress, UInt32(buffer.count * 4)) }
+    }
+
+    /// Replaces an element's TLV data (`tlv` = type, length in bytes, data); alsa-lib's result.
+    func writeTLV(numid: UInt32, _ tlv: [UInt32]) -> Int32 {
+        withID(numid: numid) { id in tlv.withUnsafeBufferPointer { snd_ctl_elem_tlv_write(handle, id, $0.baseAddress) }
+        }
+            ?? -ENOMEM
     }
 
     /// The first value of an integer or boolean element.

@@ -104,6 +104,14 @@ let volumeControlChecks: [Check] = [
             "the switch should be locked by hush (pid \(getpid())): \(switchInfo)"
         )
         try expectValues(client, [7, 11, 1], "the initial values")
+        // The controls carry hush's volume curve as their dB scale (default curve: step 9 is -20.75 dB).
+        for (step, level) in [(0, nil), (1, -50), (9, -20.75), (16, 0)] as [(Int, Float?)] {
+            let read = try client.decibels(systemVolume, at: step)
+            try require(
+                read == level,
+                "step \(step) reads as \(read.map { "\($0) dB" } ?? "mute"), not \(level.map { "\($0) dB" } ?? "mute")"
+            )
+        }
 
         try controls.set(.system, VolumeStep(clamping: 9))
         try controls.set(.ringer, .maximum)
@@ -251,7 +259,7 @@ let volumeControlChecks: [Check] = [
         let volume = try amixer("-c Loopback sget 'Hush System'").orFail("amixer did not run")
         print(volume.output.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
         try require(
-            volume.status == 0 && volume.output.contains("Playback 9 ["),
+            volume.status == 0 && volume.output.contains("Playback 9 [56%] [-20.75dB]"),
             "sget 'Hush System': \(volume.output)"
         )
         let switchInfo = try amixer("-c Loopback cget name='Hush Silence Switch'").orFail("amixer did not run")

@@ -1,7 +1,8 @@
-import HushALSA
 import HushCore
 import Logging
 import Testing
+
+@testable import HushALSA
 
 // The controls themselves need a card: the virtual board checks them on snd-aloop and snd-dummy
 // (hush-vboard-check volume-controls-*). Here, what needs none.
@@ -30,6 +31,37 @@ struct ALSAVolumeControlsTests {
             (error as? HardwareError)?.description.hasPrefix("cannot find sound card 'hw:NoSuchCard': no such card")
                 == true
         }
+    }
+
+    /// A curve whose every step rises by another amount than the step before: the most items a scale can need.
+    static let jagged = try! VolumeCurve(
+        anchors: (1...VolumeStep.count).map { ($0, Float(-64 + 4 * $0) - ($0 % 2 == 0 ? 0.5 : 0)) }
+    )
+
+    @Test(
+        "the dB scale amixer reads is hush's curve, step by step, with step 0 as mute",
+        arguments: [VolumeCurve.default, try! VolumeCurve(anchors: [(1, -60), (2, -41.3), (16, -3)]), jagged]
+    )
+    func decibelScale(_ curve: VolumeCurve) {
+        let tlv = ALSAVolumeControls.decibelScale(curve)
+        // alsa-lib's simple mixer (amixer sget, alsamixer) ignores larger scales.
+        #expect(tlv.count * 4 <= ALSAVolumeControls.maximumScaleSize)
+        #expect(ALSAVolumeControls.decibels(of: 0, in: tlv) == nil)
+        for step in 1...VolumeStep.count {
+            let expected = curve.decibels(at: VolumeStep(clamping: step))
+            let read = ALSAVolumeControls.decibels(of: step, in: tlv)
+            #expect(
+                read.map { abs($0 - expected) <= 0.005 } == true,
+                "step \(step): \(String(describing: read)) dB, curve \(expected) dB"
+            )
+        }
+    }
+
+    @Test("the default curve takes one item per straight segment, the most jagged one nine")
+    func decibelScaleSize() {
+        // Two header words and six per item: mute plus four segments.
+        #expect(ALSAVolumeControls.decibelScale(.default).count == 2 + 5 * 6)
+        #expect(ALSAVolumeControls.decibelScale(Self.jagged).count == 2 + 9 * 6)
     }
 
     @Test("values are read and set per volume kind")
