@@ -74,24 +74,25 @@ public final class StateStore {
     /// A missing file is logged as info; a corrupt one is set aside with one error line naming the file, the
     /// problem and where the copy went; an unreadable one (permissions) is logged and left in place.
     public func load() -> PersistedVolumes? {
-        let text: String
+        let contents: StateFileIO.Contents
         do {
-            guard let read = try StateFileIO.read(path, limit: Self.maximumSize) else {
-                logger.info("no state file at \(path) yet; starting from the default volumes")
-                return nil
-            }
-            text = read
-        } catch let error as StateFileCorruption {
-            setAside(error)
-            return nil
+            contents = try StateFileIO.read(path, limit: Self.maximumSize)
         } catch {
             logger.error("\(error); starting from the default volumes")
             return nil
         }
-        do {
-            let volumes = try Self.decode(text, path: path, knownRoutes: knownRoutes)
-            logger.info("volumes restored from \(path): \(Self.summary(volumes))")
-            return volumes
+        do throws(StateFileCorruption) {
+            switch contents {
+            case .missing:
+                logger.info("no state file at \(path) yet; starting from the default volumes")
+                return nil
+            case .unusable(let corruption):
+                throw corruption
+            case .text(let text):
+                let volumes = try Self.decode(text, path: path, knownRoutes: knownRoutes)
+                logger.info("volumes restored from \(path): \(Self.summary(volumes))")
+                return volumes
+            }
         } catch {
             setAside(error)
             return nil
@@ -451,11 +452,20 @@ public struct StateFileError: Error, Hashable, Sendable, CustomStringConvertible
 
 /// Every system call of the state file, each errno a ``StateFileError`` or ``StateFileCorruption``; EINTR retried.
 enum StateFileIO {
-    /// The file's text, or nil when it does not exist.
-    static func read(_ path: String, limit: Int) throws -> String? {
+    /// What reading the state file found.
+    enum Contents {
+        /// There is no file.
+        case missing
+        /// The file holds too much, or bytes that are not UTF-8: no state file hush wrote.
+        case unusable(StateFileCorruption)
+        case text(String)
+    }
+
+    /// The file's contents, up to `limit` bytes.
+    static func read(_ path: String, limit: Int) throws(StateFileError) -> Contents {
         let fd = retrying { open(path, O_RDONLY | O_CLOEXEC) }
         if fd < 0 {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT { return .missing }
             throw StateFileError.system("open", path, errno: errno)
         }
         defer { close(fd) }
@@ -467,17 +477,14 @@ enum StateFileIO {
             if count == 0 { break }
             bytes += chunk[0..<count]
             if bytes.count > limit {
-                throw StateFileCorruption(
-                    path: path,
-                    line: nil,
-                    problem: "it is larger than \(limit / 1024) KiB; hush writes a few hundred bytes"
-                )
+                let problem = "it is larger than \(limit / 1024) KiB; hush writes a few hundred bytes"
+                return .unusable(StateFileCorruption(path: path, line: nil, problem: problem))
             }
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw StateFileCorruption(path: path, line: nil, problem: "it is not UTF-8 text")
+            return .unusable(StateFileCorruption(path: path, line: nil, problem: "it is not UTF-8 text"))
         }
-        return text
+        return .text(text)
     }
 
     static func rename(_ from: String, to: String) throws(StateFileError) {
