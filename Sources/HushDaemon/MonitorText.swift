@@ -1,0 +1,61 @@
+import HushCore
+import HushPolicy
+
+/// What the person at the serial console reads: decisions as they happen and a one-line status, in lines that
+/// fit 80 columns on a dumb terminal (plain ASCII punctuation but for the reason's dash, no colours).
+public enum MonitorText {
+    /// "  12.345  headphones unplugged (reported by alsaControl)" then one line per decision:
+    /// "          [R5 headphones-unplugged] pause session 3 — headphones unplugged: …".
+    public static func lines(for batch: Daemon.DecisionBatch) -> [String] {
+        let time = String(format: "%9.3f", batch.time)
+        var lines = ["\(time)  \(batch.cause)"]
+        for decision in batch.decisions {
+            lines.append(
+                "           [\(decision.rule.rawValue) \(decision.rule.title)] \(decision.command) — \(decision.reason)"
+            )
+        }
+        return lines
+    }
+
+    /// "ring | speaker | volume 8/16 | ringer 10/16 | buttons: system | 2 sessions, 1 playing | out ok"
+    public static func statusLine(of daemon: Daemon) -> String {
+        let policy = daemon.audio.policy
+        let route = policy.routeOverride == nil ? "\(policy.route)" : "\(policy.route) (override)"
+        let playing = policy.sessions.filter(\.isPlaying).count
+        let output = daemon.outputCounters
+        var text = "\(policy.silenceSwitch == .silent ? "SILENT" : "ring") | \(route)"
+        text += " | volume \(policy.systemVolume) | ringer \(policy.ringerVolume) | buttons: \(policy.buttonTarget)"
+        text += " | \(policy.sessions.count) session\(policy.sessions.count == 1 ? "" : "s"), \(playing) playing"
+        text += output.open ? " | out ok" : " | OUT LOST"
+        if output.underruns > 0 { text += ", \(output.underruns) xruns" }
+        return text
+    }
+
+    /// The full status, for the console's `status` command: at most 24 lines of at most 80 columns.
+    public static func status(of daemon: Daemon, version: String) -> [String] {
+        let policy = daemon.audio.policy
+        let curve = policy.configuration.curve
+        let output = daemon.outputCounters
+        var lines = [
+            "hushd \(version), up \(Int(daemon.elapsed(daemon.clock.now()))) s",
+            "silence switch  \(policy.silenceSwitch)",
+            "headphones      \(policy.jack)",
+            "route           \(policy.route)" + (policy.routeOverride == nil ? " (automatic)" : " (override)"),
+            "system volume   \(policy.systemVolume) (\(curve.gain(at: policy.systemVolume)))",
+            "ringer volume   \(policy.ringerVolume) (\(curve.gain(at: policy.ringerVolume)))",
+            "buttons control the \(policy.buttonTarget) volume",
+            "output          \(daemon.outputDescription): " + (output.open ? "open" : "LOST, retrying")
+                + ", \(output.underruns) underruns, latency \(Int(daemon.latencyMilliseconds.rounded())) ms",
+        ]
+        if policy.sessions.isEmpty { lines.append("no sessions") }
+        for session in policy.sessions.prefix(14) {
+            var line = "\(session.id) (\(session.client)): \(session.configuration), \(session.state)"
+            if session.isInterrupted {
+                line += ", interrupted by " + session.interrupters.map { "\($0.rawValue)" }.joined(separator: ", ")
+            }
+            lines.append(String(line.prefix(80)))
+        }
+        if policy.sessions.count > 14 { lines.append("… and \(policy.sessions.count - 14) more sessions") }
+        return lines
+    }
+}
