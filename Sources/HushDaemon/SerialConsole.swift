@@ -197,6 +197,12 @@ public final class SerialConsole {
         return Int16(POLLIN) | (writing ? Int16(POLLOUT) : 0)
     }
 
+    /// ``pollDescriptor`` with ``pollEvents`` as `poll` takes them (none while disconnected), for a
+    /// `LoopParticipant`.
+    public var pollRequests: [pollfd] {
+        pollDescriptor.map { [pollfd(fd: $0, events: pollEvents, revents: 0)] } ?? []
+    }
+
     /// When ``service(now:)`` must run even if nothing is ready: the next attempt to reopen the device, the
     /// banner of a fresh connection, or another try at output that cannot be polled (stdout apart from stdin).
     public var nextDeadline: Instant? {

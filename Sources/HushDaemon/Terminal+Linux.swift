@@ -278,17 +278,26 @@ public final class PseudoTerminal {
 
     public func type(_ text: String) { type(Array(text.utf8)) }
 
-    /// Everything the slave side wrote so far, waiting up to `timeout` for the first byte.
-    public func readAvailable(timeout: Duration = .milliseconds(200)) -> [UInt8] {
+    /// Everything the slave side wrote: waits up to `timeout` for the first byte, then reads until the line has
+    /// been quiet for `settle` (a pty hands data over from a kernel work queue, so one write on the slave may
+    /// arrive in pieces).
+    public func readAvailable(timeout: Duration = .milliseconds(200), settle: Duration = .milliseconds(20)) -> [UInt8] {
         var collected: [UInt8] = []
-        var request = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-        let milliseconds = Int32(clamping: timeout.nanoseconds / 1_000_000)
-        guard Terminal.retrying({ poll(&request, 1, milliseconds) }) > 0 else { return [] }
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while case .transferred(let count) = Terminal.read(master, into: &buffer) {
-            collected += buffer[..<count]
+        var wait = timeout
+        while true {
+            var request = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(clamping: wait.nanoseconds / 1_000_000)
+            guard Terminal.retrying({ poll(&request, 1, milliseconds) }) > 0, request.revents & Int16(POLLIN) != 0
+            else { return collected }
+            let before = collected.count
+            while case .transferred(let count) = Terminal.read(master, into: &buffer) {
+                collected += buffer[..<count]
+            }
+            // Readable but nothing read: the slave side is closed (EIO), not slow.
+            if collected.count == before { return collected }
+            wait = settle
         }
-        return collected
     }
 
     /// Closes the master: the slave side sees a hang-up, as when a terminal emulator quits.

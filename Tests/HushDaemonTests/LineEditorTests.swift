@@ -51,6 +51,9 @@ struct LineEditorTests {
         var split = Self.editor()
         #expect(Self.type(&split, "status\r").1 == [.line("status")])
         #expect(Self.type(&split, "\n") == ("", []))
+        // LF CR (some terminals' order): the LF ends the line, the CR is a blank line, which is not reported.
+        var reversed = Self.editor()
+        #expect(Self.type(&reversed, "status\n\r") == ("status\r\n> \r\n> ", [.line("status")]))
         // A blank line prints a new prompt and reports nothing.
         #expect(Self.type(&split, "\r") == ("\r\n> ", []))
         #expect(Self.type(&split, "   \r") == ("   \r\n> ", []))
