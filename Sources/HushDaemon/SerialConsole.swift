@@ -33,7 +33,7 @@ public final class SerialConsole {
 
     public let endpoint: Endpoint
     /// Runs when the terminal is first opened and after every reconnection, before the prompt: print the banner
-    /// and the status here.
+    /// and the status here. Capture the console `unowned` or `weak`: it keeps this closure.
     public var onConnect: (() -> Void)?
     /// Whether the device is open.
     public private(set) var isConnected = false

@@ -64,7 +64,7 @@ struct SerialConsoleTests {
     func typedLine() throws {
         let pty = try PseudoTerminal()
         let console = try SerialConsole(device: pty.slavePath, baud: 115_200, logger: ConsoleLog().logger)
-        console.onConnect = { console.print("hush 0.1.0 serial console\nroute speaker, volume 8") }
+        console.onConnect = { [unowned console] in console.print("hush 0.1.0 serial console\nroute speaker, volume 8") }
         #expect(console.nextDeadline == .zero, "the banner is due at once")
         #expect(console.service(now: Instant(nanoseconds: 1)).isEmpty)
         #expect(console.nextDeadline == nil)
@@ -115,7 +115,7 @@ struct SerialConsoleTests {
         let log = ConsoleLog()
         let console = try SerialConsole(device: link, baud: 115_200, logger: log.logger)
         let connections = Mutex(0)
-        console.onConnect = {
+        console.onConnect = { [unowned console] in
             connections.withLock { $0 += 1 }
             console.print("hush banner")
         }
@@ -258,7 +258,7 @@ struct SerialConsoleTests {
         #expect(pipe(&input) == 0 && pipe(&output) == 0)
         defer { for fd in input + output { close(fd) } }
         let console = try SerialConsole.standardIO(input: input[0], output: output[1], logger: ConsoleLog().logger)
-        console.onConnect = { console.print("hush 0.1.0") }
+        console.onConnect = { [unowned console] in console.print("hush 0.1.0") }
         _ = console.service(now: .zero)
         let script = "status\nvolume up\r\nlast"
         #expect(write(input[1], script, script.utf8.count) == script.utf8.count)
