@@ -39,8 +39,8 @@ public final class MixerEngine: @unchecked Sendable {
 
     private let voices: UnsafeMutablePointer<Voice>
     private let busGains: UnsafeMutablePointer<Ramp>
-    /// Per-frame gains of each bus for the current period.
-    private let busGainFrames: UnsafeMutablePointer<Float>
+    /// Each bus's gain over the current period, as a line (the bus ramps advance once per period, whatever plays).
+    private let busLines: UnsafeMutablePointer<RampLine>
     /// Per-frame gains of the voice being mixed (its own gain × fade × its bus's gain).
     private let voiceGainFrames: UnsafeMutablePointer<Float>
     /// Where a ring-fed voice's frames land before they are mixed (stereo at most).
@@ -64,8 +64,8 @@ public final class MixerEngine: @unchecked Sendable {
         busGains = .allocate(capacity: 3)
         busGains.initialize(repeating: Ramp(1), count: 3)
         let samples = format.maxFrames * format.channels
-        busGainFrames = .allocate(capacity: 3 * format.maxFrames)
-        busGainFrames.initialize(repeating: 1, count: 3 * format.maxFrames)
+        busLines = .allocate(capacity: 3)
+        busLines.initialize(repeating: RampLine(start: 1, step: 0, end: 1, moving: 0), count: 3)
         voiceGainFrames = .allocate(capacity: format.maxFrames)
         voiceGainFrames.initialize(repeating: 1, count: format.maxFrames)
         ringScratch = .allocate(capacity: 2 * format.maxFrames)
@@ -84,7 +84,7 @@ public final class MixerEngine: @unchecked Sendable {
         telemetry.deallocate()
         voices.deallocate()
         busGains.deallocate()
-        busGainFrames.deallocate()
+        busLines.deallocate()
         voiceGainFrames.deallocate()
         ordinals.deallocate()
         ringScratch.deallocate()
@@ -103,19 +103,14 @@ public final class MixerEngine: @unchecked Sendable {
         let channels = format.channels
         let samples = frames * channels
         applyCommands()
-        // Each bus's gain for every frame of this period (its ramp advances once per frame, whatever plays).
-        for bus in 0..<3 {
-            let gains = busGainFrames + bus * format.maxFrames
-            gains.update(repeating: 1, count: frames)
-            busGains[bus].multiply(gains, count: frames, ordinals: ordinals)
-        }
+        // Each bus's gain over this period (its ramp advances once per frame, whatever plays).
+        for bus in 0..<3 { busLines[bus] = busGains[bus].advance(by: frames) }
         mixBuffer.update(repeating: 0, count: samples)
         for index in 0..<voiceCount where voices[index].isRendering {
             mix(voice: index, frames: frames)
         }
         if outputGain.isMoving { outputGain.multiplyInterleaved(mixBuffer, frames: frames, channels: channels) }
-        SampleConversion.limit(mixBuffer, count: samples)
-        SampleConversion.write(mixBuffer, count: samples, to: output, format: sampleFormat)
+        SampleConversion.limitAndWrite(mixBuffer, count: samples, to: output, format: sampleFormat)
         framesRendered += Int64(frames)
         framesSincePeaks += frames
         if framesSincePeaks >= peakInterval {
@@ -198,18 +193,23 @@ public final class MixerEngine: @unchecked Sendable {
         }
         let channels = format.channels
         let bus = v.pointee.bus
-        // The voice's gain for every frame: bus × voice ramp × fade ramp, computed in vectorised passes.
+        // The voice's gain for every frame: bus × voice ramp × fade ramp, in one vectorised pass.
         let gains = voiceGainFrames
-        gains.update(from: busGainFrames + bus * format.maxFrames, count: frames)
-        v.pointee.gain.multiply(gains, count: frames, ordinals: ordinals)
         let fadeEndsAt = v.pointee.fade.isMoving ? Int(v.pointee.fade.remaining) : Int.max
-        v.pointee.fade.multiply(gains, count: frames, ordinals: ordinals)
+        let voiceLine = v.pointee.gain.advance(by: frames)
+        let fadeLine = v.pointee.fade.advance(by: frames)
+        MixKernels.gains(
+            gains,
+            count: frames,
+            bus: busLines[bus],
+            voice: voiceLine,
+            fade: fadeLine,
+            ordinals: ordinals
+        )
         // A fade to silence that ends in this period pauses or rewinds the voice there.
         let audible =
             v.pointee.afterFade != .keepPlaying && v.pointee.fade.value == 0 ? min(frames, fadeEndsAt) : frames
-        // Peaks are tracked as the bit patterns of absolute values: ordered like the floats, and an integer
-        // maximum the compiler vectorises. Index arithmetic wraps (&*, &+) so no overflow check stops it either.
-        var peakBits = peaks[bus].bitPattern
+        var peak = MixKernels.Vector(repeating: 0)
         var done = 0
         while done < audible {
             let chunk: Int
@@ -225,35 +225,12 @@ public final class MixerEngine: @unchecked Sendable {
                 input = source.samples + v.pointee.position * source.channels
             }
             let out = mixBuffer + done * channels
-            let g = gains + done
+            let g = UnsafePointer(gains + done)
             switch (source.channels, channels) {
-            case (1, 1):
-                for f in 0..<chunk {
-                    let s = input[f] * g[f]
-                    out[f] += s
-                    peakBits = max(peakBits, s.bitPattern & 0x7FFF_FFFF)
-                }
-            case (1, _):
-                for f in 0..<chunk {
-                    let s = input[f] * g[f]
-                    out[2 &* f] += s
-                    out[2 &* f &+ 1] += s
-                    peakBits = max(peakBits, s.bitPattern & 0x7FFF_FFFF)
-                }
-            case (2, 1):
-                for f in 0..<chunk {
-                    let s = 0.5 * (input[2 &* f] + input[2 &* f &+ 1]) * g[f]
-                    out[f] += s
-                    peakBits = max(peakBits, s.bitPattern & 0x7FFF_FFFF)
-                }
-            default:
-                for f in 0..<chunk {
-                    let left = input[2 &* f] * g[f]
-                    let right = input[2 &* f &+ 1] * g[f]
-                    out[2 &* f] += left
-                    out[2 &* f &+ 1] += right
-                    peakBits = max(peakBits, max(left.bitPattern & 0x7FFF_FFFF, right.bitPattern & 0x7FFF_FFFF))
-                }
+            case (1, 1): MixKernels.monoToMono(input, g, out, frames: chunk, peak: &peak)
+            case (1, _): MixKernels.monoToStereo(input, g, out, frames: chunk, peak: &peak)
+            case (2, 1): MixKernels.stereoToMono(input, g, out, frames: chunk, peak: &peak)
+            default: MixKernels.stereoToStereo(input, g, out, frames: chunk, peak: &peak)
             }
             done += chunk
             if source.ring != nil { continue }
@@ -268,7 +245,8 @@ public final class MixerEngine: @unchecked Sendable {
                 }
             }
         }
-        peaks[bus] = Float(bitPattern: peakBits)
+        // Peaks combine as bit patterns of magnitudes: ordered like the floats.
+        peaks[bus] = Float(bitPattern: max(peaks[bus].bitPattern, MixKernels.largest(peak).bitPattern))
         if audible < frames || (v.pointee.fade.remaining == 0 && v.pointee.afterFade != .keepPlaying) {
             v.pointee.settleFade()
         }

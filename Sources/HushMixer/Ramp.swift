@@ -62,4 +62,31 @@ struct Ramp: BitwiseCopyable {
         value = remaining == 0 ? target : start + step * Float(moving)
         if moving < count { for i in moving..<count { gains[i] *= value } }
     }
+
+    /// The ramp's next `count` values as a line, and the ramp advanced past them exactly as ``multiply(_:count:ordinals:)``
+    /// would: frame `i` (from 0) of the period has the value `start + step × (i + 1)` while `i < moving`, and `end`
+    /// from there on. The engine computes the product of several ramps from these in one pass.
+    @inline(__always) @_noAllocation @_noLocks
+    mutating func advance(by count: Int) -> RampLine {
+        guard remaining > 0 else { return RampLine(start: value, step: 0, end: value, moving: 0) }
+        let moving = min(count, Int(remaining))
+        let start = value
+        remaining -= Int32(moving)
+        value = remaining == 0 ? target : start + step * Float(moving)
+        return RampLine(start: start, step: step, end: value, moving: moving)
+    }
+}
+
+/// A ramp over one period: linear for the first `moving` frames, then constant at `end`.
+struct RampLine: BitwiseCopyable {
+    var start: Float
+    var step: Float
+    var end: Float
+    var moving: Int
+
+    /// The line's terms for the frames from `frame` on, up to the next change: `offset + slope × ordinal`. A
+    /// constant has slope 0, and `end + 0 × ordinal` is exactly `end` (gains are never -0), so constant and moving
+    /// stretches share one formula without changing a bit.
+    @inline(__always)
+    func terms(from frame: Int) -> (offset: Float, slope: Float) { frame < moving ? (start, step) : (end, 0) }
 }

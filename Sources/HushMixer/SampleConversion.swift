@@ -26,6 +26,82 @@ public enum SampleConversion {
         for i in 0..<count { samples[i] = limit(samples[i]) }
     }
 
+    /// ``limit(_:count:)`` then ``write(_:count:to:format:)``, in one pass over the samples where it can: 16-bit
+    /// output is converted while the block is scanned for the knee, and only a block that goes past it (rare) is
+    /// limited and converted again. The bytes are those of the two calls, except that a NaN in the block no longer
+    /// keeps the limiter off for the rest of it.
+    @_noAllocation @_noLocks
+    public static func limitAndWrite(
+        _ samples: UnsafeMutablePointer<Float>,
+        count: Int,
+        to output: UnsafeMutableRawPointer,
+        format: SampleFormat
+    ) {
+        typealias Vector = SIMD8<Float>
+        let source = UnsafeRawPointer(samples)
+        var peak = Vector(repeating: 0)
+        var i = 0
+        // The vector stores below write native-endian samples: the fused path is for little-endian hosts (all
+        // that hush runs on); others scan, then convert with `write`.
+        #if _endian(little)
+        let fused = format == .s16LE
+        #else
+        let fused = false
+        #endif
+        if fused {
+            let one = Vector(repeating: 1)
+            let scale = Vector(repeating: 32767)
+            let magic = Vector(repeating: 12_582_912)
+            while i &+ 8 <= count {
+                let x = source.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
+                let m = unsafeBitCast(unsafeBitCast(x, to: SIMD8<UInt32>.self) & 0x7FFF_FFFF, to: Vector.self)
+                peak = peak.replacing(with: m, where: m .> peak)
+                // `max(-32767, min(32767, x × 32767))` as in `write`, computed as `max(-1, min(1, x)) × 32767`:
+                // rounding is monotonic and ±1 × 32767 is exact, so both give the same float for every x, and a
+                // NaN becomes 32767 in both. Clamping before the multiplication keeps the two selects a `minps`
+                // and a `maxps` (after it, LLVM turns them into a blend of the packed 16-bit results).
+                let upper = one.replacing(with: x, where: x .< one)
+                let clamped = upper.replacing(with: -one, where: upper .< -one) * scale
+                let bits = unsafeBitCast(clamped + magic, to: SIMD8<UInt32>.self)
+                output.storeBytes(
+                    of: SIMD8<UInt16>(truncatingIfNeeded: bits),
+                    toByteOffset: i &* 2,
+                    as: SIMD8<UInt16>.self
+                )
+                i &+= 8
+            }
+            let out = output.assumingMemoryBound(to: UInt16.self)
+            while i < count {
+                let x = samples[i]
+                let m = Float(bitPattern: x.bitPattern & 0x7FFF_FFFF)
+                if m > peak[0] { peak[0] = m }
+                let scaled = max(-32767, min(32767, x * 32767)) + 12_582_912
+                out[i] = UInt16(truncatingIfNeeded: scaled.bitPattern).littleEndian
+                i &+= 1
+            }
+        } else {
+            while i &+ 8 <= count {
+                let x = source.loadUnaligned(fromByteOffset: i &* 4, as: Vector.self)
+                let m = unsafeBitCast(unsafeBitCast(x, to: SIMD8<UInt32>.self) & 0x7FFF_FFFF, to: Vector.self)
+                peak = peak.replacing(with: m, where: m .> peak)
+                i &+= 8
+            }
+            while i < count {
+                let m = Float(bitPattern: samples[i].bitPattern & 0x7FFF_FFFF)
+                if m > peak[0] { peak[0] = m }
+                i &+= 1
+            }
+        }
+        var loudest: Float = 0
+        for lane in 0..<8 where peak[lane] > loudest { loudest = peak[lane] }
+        if loudest > limiterThreshold {
+            for j in 0..<count { samples[j] = limit(samples[j]) }
+        } else if fused {
+            return
+        }
+        write(samples, count: count, to: output, format: format)
+    }
+
     /// Writes `count` float samples (already limited to [-1, 1]) to `output` in `format`.
     ///
     /// Integer formats scale symmetrically (1.0 → the largest positive value, -1.0 → its negation) and round to

@@ -3,6 +3,9 @@
 //   hush-mixbench compare DIR        three 60 s stereo files: hush's offline mix against `sox -m`, as a ratio
 //   hush-mixbench render SECONDS     `hushd render` throughput over a scenario of that length
 //   hush-mixbench periods N          render N 64-frame periods of 3 stereo voices with ramps (for valgrind)
+//   hush-mixbench digest SEEDS       random command sequences through the engine (every format, mono and stereo
+//                                    sources and outputs, ramps, fades, loops, rings, loud sums): one checksum of
+//                                    all output bytes and reports, to show an optimisation changed no byte
 import Foundation
 import HushAudioFile
 import HushCore
@@ -31,7 +34,8 @@ func hushMix(_ files: [String], to output: String) throws {
     let t0 = DispatchTime.now().uptimeNanoseconds
     // Decode the files at the same time, one per core, as an offline tool should.
     nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Result<AudioBuffer, SoundFileError>?>.allocate(
-        capacity: files.count)
+        capacity: files.count
+    )
     results.initialize(repeating: nil)
     defer { results.deallocate() }
     DispatchQueue.concurrentPerform(iterations: files.count) { index in
@@ -39,7 +43,11 @@ func hushMix(_ files: [String], to output: String) throws {
     }
     let buffers = try results.map { try $0!.get() }
     let t1 = DispatchTime.now().uptimeNanoseconds
-    defer { if ProcessInfo.processInfo.environment["HUSH_MIXBENCH_TRACE"] != nil { print("load \(Double(t1 - t0) / 1e9) s") } }
+    defer {
+        if ProcessInfo.processInfo.environment["HUSH_MIXBENCH_TRACE"] != nil {
+            print("load \(Double(t1 - t0) / 1e9) s")
+        }
+    }
     let frames = buffers.map(\.frameCount).max() ?? 0
     let period = 4096
     let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: period))
@@ -67,6 +75,19 @@ func hushMix(_ files: [String], to output: String) throws {
     withExtendedLifetime(controller) {}
 }
 
+/// Three looping tones on the three buses, the silence switch and the volume buttons every quarter second.
+func benchScenario(seconds length: Double) throws -> Scenario {
+    var text = "0 activate 1 music playback tone=440 loop\n0 activate 2 effect ambient tone=1000 loop\n"
+    text += "0 activate 3 ringer playback mix tone=1500 loop\n0 play 1\n0 play 2\n0 play 3\n"
+    var t = 1.0
+    while t < length - 1 {
+        text += "\(t) silence on\n\(t + 0.25) silence off\n\(t + 0.5) up\n\(t + 0.75) down\n"
+        t += 1
+    }
+    text += "\(length) end\n"
+    return try Scenario.parse(text, file: "bench.txt")
+}
+
 func run(_ arguments: [String]) throws {
     switch arguments.first {
     case "compare":
@@ -88,53 +109,190 @@ func run(_ arguments: [String]) throws {
                     try sox.run()
                     sox.waitUntilExit()
                     guard sox.terminationStatus == 0 else { throw CommandFailure(text: "sox failed") }
-                })
+                }
+            )
         }
         let hush = hushTimes.min()!
         let sox = soxTimes.min()!
-        print(String(format: "offline mix of 3 × 60 s stereo 48 kHz files: hush %.3f s, sox -m %.3f s, hush %.1f× faster (best of 3)", hush, sox, sox / hush))
+        print(
+            String(
+                format:
+                    "offline mix of 3 × 60 s stereo 48 kHz files: hush %.3f s, sox -m %.3f s, hush %.1f× faster (best of 3)",
+                hush,
+                sox,
+                sox / hush
+            )
+        )
     case "render":
         let length = Double(arguments.count > 1 ? arguments[1] : "60") ?? 60
-        var text = "0 activate 1 music playback tone=440 loop\n0 activate 2 effect ambient tone=1000 loop\n"
-        text += "0 activate 3 ringer playback mix tone=1500 loop\n0 play 1\n0 play 2\n0 play 3\n"
-        var t = 1.0
-        while t < length - 1 {
-            text += "\(t) silence on\n\(t + 0.25) silence off\n\(t + 0.5) up\n\(t + 0.75) down\n"
-            t += 1
-        }
-        text += "\(length) end\n"
-        let scenario = try Scenario.parse(text, file: "bench.txt")
+        let scenario = try benchScenario(seconds: length)
         var elapsed = 0.0
         for _ in 0..<3 {
             let renderer = ScenarioRenderer(scenario: scenario)
             let time = try seconds { _ = try renderer.render() }
             elapsed = elapsed == 0 ? time : min(elapsed, time)
         }
-        print(String(format: "hushd render: %.0f s of audio (3 voices, 64-frame periods, %d events) in %.3f s: %.0f s of audio per second", length, scenario.steps.count, elapsed, length / elapsed))
+        print(
+            String(
+                format:
+                    "hushd render: %.0f s of audio (3 voices, 64-frame periods, %d events) in %.3f s: %.0f s of audio per second",
+                length,
+                scenario.steps.count,
+                elapsed,
+                length / elapsed
+            )
+        )
     case "periods":
         let count = Int(arguments.count > 1 ? arguments[1] : "1000") ?? 1000
         let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 64))
         let controller = MixerController(engine: engine)
         for index in 0..<3 {
-            try controller.attach(SessionID(UInt64(index)), bus: Bus.allCases[index], buffer: stereoTone(200 + 100 * Double(index), seconds: 1), loop: true)
+            try controller.attach(
+                SessionID(UInt64(index)),
+                bus: Bus.allCases[index],
+                buffer: stereoTone(200 + 100 * Double(index), seconds: 1),
+                loop: true
+            )
             controller.apply(.resume(SessionID(UInt64(index))))
         }
         let output = UnsafeMutableRawPointer.allocate(byteCount: 64 * 4, alignment: 16)
         for period in 0..<count {
             let gain: Float = period % 2 == 0 ? 0.5 : 1
-            for index in 0..<3 { _ = engine.commands.push(.setVoiceGain(voice: Int32(index), gain: gain, rampFrames: 64)) }
+            for index in 0..<3 {
+                _ = engine.commands.push(.setVoiceGain(voice: Int32(index), gain: gain, rampFrames: 64))
+            }
             _ = engine.commands.push(.setBusGain(bus: 1, gain: gain, rampFrames: 64))
             engine.render(frames: 64, into: output, sampleFormat: .s16LE)
             while engine.telemetry.pop() != nil {}
         }
         withExtendedLifetime(controller) {}
         print("rendered \(count) periods")
+    case "digest":
+        let seeds = Int(arguments.count > 1 ? arguments[1] : "200") ?? 200
+        var hash = FNV()
+        for seed in 0..<seeds { digest(seed: UInt64(seed), into: &hash) }
+        let rendered = try ScenarioRenderer(scenario: benchScenario(seconds: 20)).render()
+        var renderHash = FNV()
+        rendered.withUnsafeBytes { renderHash.add($0) }
+        print(
+            String(
+                format: "digest of %d random sequences: %016llx; of a 20 s hushd render: %016llx",
+                seeds,
+                hash.value,
+                renderHash.value
+            )
+        )
     default:
-        print("usage: hush-mixbench compare [DIR] | render [SECONDS] | periods N")
+        print("usage: hush-mixbench compare [DIR] | render [SECONDS] | periods N | digest SEEDS")
     }
 }
 
 struct CommandFailure: Error { var text: String }
+
+/// FNV-1a over bytes: a checksum to compare runs of two builds, not a security measure.
+struct FNV {
+    var value: UInt64 = 0xcbf2_9ce4_8422_2325
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        for byte in bytes { value = (value ^ UInt64(byte)) &* 0x100_0000_01b3 }
+    }
+    mutating func add<T>(_ value: T) { withUnsafeBytes(of: value) { add($0) } }
+}
+
+/// A small deterministic generator (SplitMix64), so a digest is the same on every machine.
+struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    mutating func unit() -> Float { Float(next() >> 40) / Float(1 << 24) }
+}
+
+/// One random sequence: an engine of random shape, random sources, 300 periods of random lengths with random
+/// commands between them; every output byte and every report goes into `hash`.
+func digest(seed: UInt64, into hash: inout FNV) {
+    var random = SplitMix(state: seed)
+    let channels = 1 + random.below(2)
+    let maxFrames = [64, 128, 256, 4096][random.below(4)]
+    let engine = MixerEngine(
+        format: MixerFormat(sampleRate: 48000, channels: channels, maxFrames: maxFrames),
+        voiceCount: 6
+    )
+    let formats: [SampleFormat] = [.s16LE, .s24_3LE, .s32LE, .floatLE]
+    let sampleFormat = formats[random.below(4)]
+    var buffers: [AudioBuffer] = []
+    for _ in 0..<5 {
+        let sourceChannels = 1 + random.below(2)
+        let frames = 1 + random.below(3000)
+        let loudness: Float = random.below(3) == 0 ? 1 : 0.5
+        var samples = [Float](repeating: 0, count: frames * sourceChannels)
+        for i in samples.indices { samples[i] = loudness * (2 * random.unit() - 1) }
+        if random.below(4) == 0 { samples[0] = -0.0 }
+        buffers.append(AudioBuffer(interleaved: samples, channels: sourceChannels, sampleRate: 48000))
+    }
+    let ringChannels = 1 + random.below(2)
+    let ring = SampleRing(frames: 8192, channels: ringChannels)
+    defer { ring.deallocate() }
+    let output = UnsafeMutableRawPointer.allocate(byteCount: maxFrames * channels * 4, alignment: 16)
+    defer { output.deallocate() }
+    for voice in 0..<6 {
+        let source = voice < 5 ? VoiceSource(buffers[voice]) : VoiceSource(ring)
+        _ = engine.commands.push(
+            .attach(
+                voice: Int32(voice),
+                bus: Int32(voice % 3),
+                source: source,
+                loop: random.below(2) == 0,
+                gain: random.unit()
+            )
+        )
+    }
+    var ringFeed = [Float](repeating: 0, count: 512 * ringChannels)
+    for period in 0..<300 {
+        for _ in 0..<random.below(5) {
+            let voice = Int32(random.below(6))
+            let frames = Int32(random.below(4) == 0 ? 0 : random.below(3 * maxFrames))
+            switch random.below(8) {
+            case 0, 1:
+                _ = engine.commands.push(.setVoiceGain(voice: voice, gain: random.unit() * 1.5, rampFrames: frames))
+            case 2:
+                _ = engine.commands.push(
+                    .setBusGain(bus: Int32(random.below(3)), gain: random.unit(), rampFrames: frames)
+                )
+            case 3, 4: _ = engine.commands.push(.play(voice: voice, fadeFrames: frames))
+            case 5: _ = engine.commands.push(.pause(voice: voice, fadeFrames: frames))
+            case 6: _ = engine.commands.push(.stop(voice: voice, fadeFrames: frames))
+            default: if period % 50 == 49 { engine.fadeInOutput(frames: frames) }
+            }
+        }
+        if random.below(2) == 0 {
+            for i in ringFeed.indices { ringFeed[i] = 2 * random.unit() - 1 }
+            _ = ringFeed.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: 1 + random.below(512)) }
+        }
+        let frames = random.below(3) == 0 ? maxFrames : 1 + random.below(maxFrames)
+        engine.render(frames: frames, into: output, sampleFormat: sampleFormat)
+        hash.add(UnsafeRawBufferPointer(start: output, count: frames * channels * sampleFormat.bytesPerSample))
+        while let report = engine.telemetry.pop() {
+            switch report {
+            case .finished(let voice):
+                hash.add(1 as UInt8)
+                hash.add(voice)
+            case .released(let voice):
+                hash.add(2 as UInt8)
+                hash.add(voice)
+            case .peaks(let effect, let music, let ringer):
+                hash.add(3 as UInt8)
+                hash.add(effect.bitPattern)
+                hash.add(music.bitPattern)
+                hash.add(ringer.bitPattern)
+            }
+        }
+    }
+}
 
 do {
     try run(Array(CommandLine.arguments.dropFirst()))
