@@ -25,6 +25,8 @@ public final class MixerController {
     private var pending: [MixerCommand] = []
     /// The loudest sample per bus in the latest report.
     public private(set) var peaks: [Bus: Float] = [:]
+    /// Called with every peaks report as ``poll()`` reads it (`hushd render --plot` records them).
+    public var onPeaks: ([Bus: Float]) -> Void = { _ in }
 
     public init(engine: MixerEngine) { self.engine = engine }
 
@@ -122,6 +124,11 @@ public final class MixerController {
         }
     }
 
+    /// Asks the engine for the buses' peaks every `interval` (rounded up to whole periods), starting now.
+    public func reportPeaks(every interval: Duration) {
+        send(.setPeakInterval(frames: max(1, engine.format.frames(interval))))
+    }
+
     /// Sends what the command ring could not take before, and reads the engine's reports: returns the sessions
     /// whose sound came to its end.
     public func poll() -> [SessionID] {
@@ -137,6 +144,7 @@ public final class MixerController {
                 rings[voice] = nil
             case .peaks(let effect, let music, let ringer):
                 peaks = [.effect: effect, .music: music, .ringer: ringer]
+                onPeaks(peaks)
             }
         }
         return finished.sorted()

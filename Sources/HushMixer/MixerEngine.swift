@@ -49,7 +49,7 @@ public final class MixerEngine: @unchecked Sendable {
     private let ordinals: UnsafeMutablePointer<Float>
     private let mixBuffer: UnsafeMutablePointer<Float>
     private let peaks: UnsafeMutablePointer<Float>
-    private let peakInterval: Int
+    private var peakInterval: Int
     private var framesSincePeaks = 0
     /// The whole output's gain: at unity but for a fade-in after the device recovered from an underrun.
     private var outputGain = Ramp(1)
@@ -174,6 +174,11 @@ public final class MixerEngine: @unchecked Sendable {
                 guard let v = slot(voice) else { continue }
                 v.pointee = Voice()
                 report(.released(voice: voice))
+            case .setPeakInterval(let frames):
+                // A fresh interval starts here, so each report covers exactly the frames since the one before.
+                peakInterval = max(1, Int(frames))
+                framesSincePeaks = 0
+                peaks.update(repeating: 0, count: 3)
             }
         }
     }

@@ -39,6 +39,8 @@ public enum MixerCommand: BitwiseCopyable, Sendable {
     case stop(voice: Int32, fadeFrames: Int32)
     /// Frees the slot at once; the engine answers `released` so the buffer may be freed.
     case release(voice: Int32)
+    /// Reports the buses' peaks every `frames` frames from now on (a tenth of a second until told otherwise).
+    case setPeakInterval(frames: Int32)
 }
 
 /// What the engine tells the control side.
