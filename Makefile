@@ -44,6 +44,15 @@ vboard: deps
 bench: deps
 	Benchmarks/run.sh
 
+## plots: the timeline pictures docs/images/timeline-*.svg, drawn by hushd render --plot from docs/scenarios.
+PLOTS := silence-switch unplug ringtone ducking silence-and-unplug
+.PHONY: plots
+plots: deps
+	$(SWIFT) build --product hushd
+	@bin="$$($(SWIFT) build --show-bin-path)"; for s in $(PLOTS); do \
+	  "$$bin/hushd" render --scenario docs/scenarios/$$s.txt --plot docs/images/timeline-$$s.svg || exit 1; \
+	done
+
 ## boards: compile every device-tree overlay with dtc; check every board profile.
 boards:
 	board/overlays/check.sh

@@ -4,11 +4,13 @@ import HushCore
 /// `hushd render`: a scenario through the real policy and mixer into a WAV file.
 enum RenderCommand {
     static let usage = """
-        usage: hushd render --scenario FILE --out OUT.wav [--board PROFILE] [--events EVENTS.jsonl]
-                            [--rate HZ] [--channels 1|2] [--period FRAMES]
+        usage: hushd render --scenario FILE [--out OUT.wav] [--plot OUT.svg] [--board PROFILE]
+                            [--events EVENTS.jsonl] [--rate HZ] [--channels 1|2] [--period FRAMES]
 
         Runs the policy and the mixer over a scenario (docs/render.md) on a manual clock and writes the mixed
-        output as 16-bit WAV; --events writes every decision with its rule and reason as JSON lines.
+        output as 16-bit WAV; --events writes every decision with its rule and reason as JSON lines; --plot
+        draws each bus's level, the switch, headphones and route, and the events with their rules as SVG.
+        At least one of --out and --plot is required.
         --board takes the rate, channels and period from a board profile (board/profiles/NAME.toml).
         The same inputs always give the same bytes.
         """
@@ -21,7 +23,7 @@ enum RenderCommand {
             guard argument.hasPrefix("--"),
                 [
                     "--scenario", "--out", "--board", "--events", "--rate", "--channels",
-                    "--period",
+                    "--period", "--plot",
                 ].contains(argument)
             else {
                 if argument == "--help" || argument == "-h" {
@@ -38,8 +40,11 @@ enum RenderCommand {
             options[argument] = arguments[index + 1]
             index += 2
         }
-        guard let scenarioPath = options["--scenario"], let out = options["--out"] else {
-            FileHandleOutput.standardError("hushd render: --scenario and --out are required\n\(usage)")
+        let out = options["--out"]
+        guard let scenarioPath = options["--scenario"], out != nil || options["--plot"] != nil else {
+            FileHandleOutput.standardError(
+                "hushd render: --scenario and --out are required (--plot may stand in for --out)\n\(usage)"
+            )
             return 64
         }
         do {
@@ -58,6 +63,7 @@ enum RenderCommand {
                 output.channels = value
             }
             if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
+            if let plot = options["--plot"] { try TimelinePlot.check(plot) }
             let scenario = try Scenario.load(scenarioPath)
             let renderer = ScenarioRenderer(
                 scenario: scenario,
@@ -65,7 +71,10 @@ enum RenderCommand {
                 channels: output.channels,
                 periodFrames: output.periodFrames
             )
-            try renderer.render(to: out)
+            if let out { try renderer.render(to: out) } else { _ = try renderer.render() }
+            if let plot = options["--plot"] {
+                try TimelinePlot.write(renderer.timeline, scenarioPath: scenarioPath, to: plot)
+            }
             if let events = options["--events"] {
                 do {
                     try renderer.eventLines().write(toFile: events, atomically: true, encoding: .utf8)
@@ -74,9 +83,10 @@ enum RenderCommand {
                 }
             }
             let seconds = Double(scenario.end.nanoseconds) / 1e9
+            let written = [out, options["--plot"]].compactMap { $0 }.joined(separator: " and ")
             print(
                 "rendered \(String(format: "%.3f", seconds)) s at \(output.sampleRate) Hz, \(output.channels) ch, "
-                    + "\(output.periodFrames)-frame periods to \(out) (\(renderer.decisions.count) decisions)"
+                    + "\(output.periodFrames)-frame periods to \(written) (\(renderer.decisions.count) decisions)"
             )
             return 0
         } catch {

@@ -31,6 +31,8 @@ public final class ScenarioRenderer {
     public let periodFrames: Int
     public let sampleFormat: SampleFormat
     public private(set) var decisions: [LoggedDecision] = []
+    /// What `--plot` draws: the buses' peaks as the engine reported them, the state, the events and their rules.
+    public private(set) var timeline = ScenarioTimeline()
 
     /// The policy, the mixer and the sounds: the same controller the daemon runs.
     private let audio: AudioController
@@ -60,7 +62,10 @@ public final class ScenarioRenderer {
         )
         // Offline, every file is held in memory as `hushd render` always did; stream= asks for streaming.
         audio.clipSeconds = SoundFile.defaultMaximumSeconds
-        audio.onDecisions = { [unowned self] made, _, time in log(made, at: time) }
+        audio.onDecisions = { [unowned self] made, cause, time in
+            log(made, at: time)
+            timeline.record(made.map(\.rule), cause: cause, at: time, state: policy)
+        }
     }
 
     /// Renders the whole scenario; returns the interleaved 16-bit output.
@@ -68,7 +73,16 @@ public final class ScenarioRenderer {
         let rate = Int64(format.sampleRate)
         let totalFrames = Int(scenario.end.nanoseconds * rate / 1_000_000_000)
         var output = [Int16](repeating: 0, count: totalFrames * format.channels)
+        timeline = ScenarioTimeline(end: scenario.end, sampleRate: format.sampleRate, periodFrames: periodFrames)
+        // A report is read at the start of the period after the one that ended its interval: it ends at the
+        // frames rendered so far.
+        controller.reportPeaks(every: ScenarioTimeline.peakInterval)
+        controller.onPeaks = { [unowned self] peaks in
+            timeline.record(peaks, until: engine.framesRendered)
+        }
+        defer { controller.onPeaks = { _ in } }
         audio.start(at: .zero)
+        timeline.note(policy, at: .zero)
         var next = 0
         var frame = 0
         while frame < totalFrames {
@@ -158,6 +172,8 @@ public final class ScenarioRenderer {
 
     private func perform(_ step: Scenario.Step) throws(RenderError) {
         let time = step.time
+        timeline.begin(step, at: time)
+        defer { timeline.end(step, state: policy) }
         switch step.command {
         case .event(let event):
             audio.handle(event, at: time)
