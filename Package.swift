@@ -5,6 +5,7 @@
 //   C libraries (CALSA, CGPIOD, CEvdev, CSndfile, CSamplerate)
 //     → one adapter each (HushALSA, HushGPIO, HushInput)
 //   HushCore (vocabulary, hardware protocols) ← HushPolicy (pure) ← HushDaemon ← hushd
+//   HushCore ← HushProtocol (control socket messages) ← HushDaemon, hushctl
 //   HushTesting (deterministic fakes) is used by tests only.
 import PackageDescription
 
@@ -13,16 +14,19 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "hushd", targets: ["hushd"]),
+        .executable(name: "hushctl", targets: ["hushctl"]),
         .library(name: "HushCore", targets: ["HushCore"]),
         .library(name: "HushPolicy", targets: ["HushPolicy"]),
         .library(name: "HushTesting", targets: ["HushTesting"]),
         .library(name: "HushMixer", targets: ["HushMixer"]),
         .library(name: "HushAudioFile", targets: ["HushAudioFile"]),
         .library(name: "HushDaemon", targets: ["HushDaemon"]),
+        .library(name: "HushProtocol", targets: ["HushProtocol"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // MARK: System libraries (Debian packages named in `providers`; the Makefile installs them).
@@ -37,6 +41,8 @@ let package = Package(
         .target(name: "HushCore"),
         .target(name: "HushPolicy", dependencies: ["HushCore"]),
         .target(name: "HushTesting", dependencies: ["HushCore", "HushPolicy"]),
+        // The control socket's messages, codec and human-readable text: shared by hushd and hushctl.
+        .target(name: "HushProtocol", dependencies: ["HushCore"]),
 
         // MARK: Adapters: the only targets that import their C library.
         .target(
@@ -63,10 +69,16 @@ let package = Package(
             name: "HushDaemon",
             dependencies: [
                 "CLinux", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
-                .product(name: "Logging", package: "swift-log"), .product(name: "TOMLKit", package: "TOMLKit"),
+                "HushProtocol", .product(name: "Logging", package: "swift-log"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
         .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
+        // A thin client: the protocol and argument parsing, never the daemon.
+        .executableTarget(
+            name: "hushctl",
+            dependencies: ["HushProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // Runs inside the virtual board (board/virtual): the adapters against real kernel drivers.
         .executableTarget(
             name: "hush-vboard-check",
@@ -93,11 +105,12 @@ let package = Package(
         .testTarget(name: "HushAudioFileTests", dependencies: ["HushAudioFile", "HushCore", "HushTesting"]),
         .testTarget(name: "HushMixerTests", dependencies: ["HushMixer", "HushCore", "HushTesting"]),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
+        .testTarget(name: "HushProtocolTests", dependencies: ["HushProtocol", "HushCore"]),
         .testTarget(
             name: "HushDaemonTests",
             dependencies: [
                 "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
-                "HushAudioFile", "hushd",
+                "HushAudioFile", "HushProtocol", "hushd", "hushctl",
             ],
             resources: [.copy("Fixtures")]
         ),

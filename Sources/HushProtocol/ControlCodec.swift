@@ -1,0 +1,192 @@
+import Foundation
+import HushCore
+
+/// The control socket's limits: what one client may send, hold and leave unread.
+public struct ControlLimits: Hashable, Sendable {
+    /// The longest request line, in bytes without its newline. A longer line is discarded up to its newline and
+    /// answered with a `line-too-long` error.
+    public var maxLineBytes: Int
+    /// Connections at once; one more is answered with a `too-many-clients` error line and closed.
+    public var maxClients: Int
+    /// Sessions one connection may hold (enforced by the daemon's handler, which knows the sessions).
+    public var maxSessionsPerClient: Int
+    /// Output queued for one client that it has not read yet; past this the client is cut off (a subscriber
+    /// that stopped reading must not make hushd hold its events forever).
+    public var maxQueuedBytes: Int
+
+    public init(
+        maxLineBytes: Int = 65_536,
+        maxClients: Int = 16,
+        maxSessionsPerClient: Int = 8,
+        maxQueuedBytes: Int = 262_144
+    ) {
+        self.maxLineBytes = maxLineBytes
+        self.maxClients = maxClients
+        self.maxSessionsPerClient = maxSessionsPerClient
+        self.maxQueuedBytes = maxQueuedBytes
+    }
+}
+
+/// A line from hushd: a reply to a request, or an event.
+public enum ServerMessage: Hashable, Sendable {
+    case reply(ControlReply)
+    case event(ControlEvent)
+}
+
+/// Encodes and decodes the protocol's lines: one JSON object per line, ended by "\n".
+///
+/// Encoding is deterministic (keys sorted), so the same message always gives the same bytes.
+public struct ControlCodec: Sendable {
+    /// The protocol's version, reported by `hello`. Raised when a change would break existing clients.
+    public static let protocolVersion = 1
+
+    public var maxLineBytes: Int
+
+    public init(maxLineBytes: Int = ControlLimits().maxLineBytes) {
+        self.maxLineBytes = maxLineBytes
+    }
+
+    // MARK: Encoding
+
+    /// One reply line, "\n" included.
+    public func encode(_ reply: ControlReply) -> [UInt8] { Self.line(reply) }
+
+    /// One event line, "\n" included.
+    public func encode(_ event: ControlEvent) -> [UInt8] { Self.line(event) }
+
+    /// The status object alone, "\n" included (what `hushctl --json status` prints).
+    public func encode(_ status: ControlStatus) -> [UInt8] { Self.line(status) }
+
+    /// One request line, "\n" included.
+    public func encode(_ request: ControlRequest) -> [UInt8] { Self.line(request.json) }
+
+    private static func line(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // The message types hold only strings, numbers, booleans and arrays of them: encoding cannot fail.
+        let data = try! encoder.encode(value)
+        return Array(data) + [0x0A]
+    }
+
+    // MARK: Decoding
+
+    /// Reads one request line (without its newline). Failures carry the error to reply with and the request's id
+    /// when it could be read.
+    public func decodeRequest(_ line: some Collection<UInt8>) -> Result<ControlRequest, RequestFailure> {
+        guard line.count <= maxLineBytes else {
+            return .failure(RequestFailure(id: nil, error: Self.tooLong(line.count, limit: maxLineBytes)))
+        }
+        let value: JSONValue
+        do {
+            value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
+        } catch {
+            return .failure(RequestFailure(id: nil, error: Self.malformed(line, error)))
+        }
+        return RequestParser.parse(value)
+    }
+
+    /// Reads one line from hushd (without its newline): a reply or an event.
+    public func decodeMessage(_ line: some Collection<UInt8>) throws(ControlError) -> ServerMessage {
+        guard line.count <= maxLineBytes else { throw Self.tooLong(line.count, limit: maxLineBytes) }
+        let data = Data(line)
+        do {
+            let value = try JSONDecoder().decode(JSONValue.self, from: data)
+            guard case .object(let members) = value else {
+                throw ControlError(.notAnObject, "hushd sent \(value.typeName), not an object: \(value.preview)")
+            }
+            if members["event"] != nil { return .event(try JSONDecoder().decode(ControlEvent.self, from: data)) }
+            if members[ControlReply.marker] != nil {
+                return .reply(try JSONDecoder().decode(ControlReply.self, from: data))
+            }
+            throw ControlError(.malformedJSON, "hushd sent a line that is neither a reply nor an event")
+        } catch let error as ControlError {
+            throw error
+        } catch {
+            throw Self.malformed(line, error)
+        }
+    }
+
+    /// The error for a line of `count` bytes over `limit`.
+    public static func tooLong(_ count: Int, limit: Int) -> ControlError {
+        ControlError(
+            .lineTooLong,
+            "the line is \(count) bytes long, over the limit of \(limit) bytes; it was discarded"
+        )
+    }
+
+    private static func malformed(_ line: some Collection<UInt8>, _ error: any Error) -> ControlError {
+        guard String(validating: line, as: UTF8.self) != nil else {
+            return ControlError(.malformedJSON, "the line is not valid UTF-8")
+        }
+        var detail = ""
+        if case DecodingError.dataCorrupted(let context) = error {
+            // Foundation's message names the position: "Unexpected character 'x' around line 1, column 2."
+            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            detail = underlying ?? context.debugDescription
+        } else if case DecodingError.keyNotFound(let key, _) = error {
+            detail = "field '\(key.stringValue)' is missing"
+        } else if case DecodingError.typeMismatch(_, let context) = error {
+            detail = "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        }
+        let text = String(decoding: line.prefix(60), as: UTF8.self)
+        let shown = line.count > 60 ? text + "…" : text
+        return ControlError(
+            .malformedJSON,
+            "the line is not a JSON object"
+                + (detail.isEmpty ? "" : " (\(detail))") + ": \(shown); send one object per line, "
+                + "such as {\"command\":\"status\"}"
+        )
+    }
+}
+
+/// Splits a byte stream into lines, with a limit: the part of a line past the limit is dropped as it arrives
+/// (never held), and the line is reported as too long when its newline comes.
+public struct LineBuffer: Sendable {
+    /// A complete line, or a line that was too long (its length).
+    public enum Item: Hashable, Sendable {
+        case line([UInt8])
+        case tooLong(Int)
+    }
+
+    public let maxLineBytes: Int
+    private var pending: [UInt8] = []
+    /// Bytes of the current line seen so far while discarding it.
+    private var discarding: Int?
+
+    public init(maxLineBytes: Int) {
+        self.maxLineBytes = maxLineBytes
+    }
+
+    /// Bytes held for a line not yet ended.
+    public var pendingCount: Int { pending.count }
+
+    /// Takes `bytes` and returns the lines they complete, in order. A "\r" before "\n" is dropped.
+    public mutating func append(_ bytes: some Collection<UInt8>) -> [Item] {
+        var items: [Item] = []
+        var start = bytes.startIndex
+        while start != bytes.endIndex {
+            let newline = bytes[start...].firstIndex(of: 0x0A)
+            let end = newline ?? bytes.endIndex
+            let piece = bytes[start..<end]
+            if let seen = discarding {
+                discarding = seen + piece.count
+            } else if pending.count + piece.count > maxLineBytes {
+                discarding = pending.count + piece.count
+                pending.removeAll(keepingCapacity: false)
+            } else {
+                pending.append(contentsOf: piece)
+            }
+            guard let newline else { break }
+            if let seen = discarding {
+                items.append(.tooLong(seen))
+                discarding = nil
+            } else {
+                if pending.last == 0x0D { pending.removeLast() }
+                items.append(.line(pending))
+                pending.removeAll(keepingCapacity: true)
+            }
+            start = bytes.index(after: newline)
+        }
+        return items
+    }
+}

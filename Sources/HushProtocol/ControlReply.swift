@@ -1,0 +1,106 @@
+import HushCore
+
+/// hushd's answer to one request: `ok`, the request's `id`, and what the command returns, or an error.
+///
+/// Only the fields the command returns are present on the wire: `{"id":7,"ok":true,"session":3}`.
+public struct ControlReply: Codable, Hashable, Sendable {
+    public var id: RequestID?
+    public var ok: Bool
+    public var error: ControlError?
+    /// `hello`, `version`.
+    public var hello: HelloReport?
+    /// `activate`: the new session.
+    public var session: UInt64?
+    /// `volume`.
+    public var volume: VolumeReport?
+    /// `route`.
+    public var route: RouteReport?
+    /// `status`.
+    public var status: ControlStatus?
+    /// `subscribe`: the event kinds now sent to this client.
+    public var events: [ControlEventKind]?
+
+    public init(
+        id: RequestID? = nil,
+        hello: HelloReport? = nil,
+        session: SessionID? = nil,
+        volume: VolumeReport? = nil,
+        route: RouteReport? = nil,
+        status: ControlStatus? = nil,
+        events: [ControlEventKind]? = nil
+    ) {
+        self.id = id
+        ok = true
+        self.hello = hello
+        self.session = session?.rawValue
+        self.volume = volume
+        self.route = route
+        self.status = status
+        self.events = events
+    }
+
+    /// A successful reply with nothing to return.
+    public static func ok(id: RequestID? = nil) -> ControlReply { ControlReply(id: id) }
+
+    /// An error reply.
+    public static func failure(_ error: ControlError, id: RequestID? = nil) -> ControlReply {
+        var reply = ControlReply(id: id)
+        reply.ok = false
+        reply.error = error
+        return reply
+    }
+
+    /// A reply's JSON key for the "this is a reply" marker; events carry `event` instead.
+    static let marker = "ok"
+}
+
+/// Who answered: `hello` and `version`.
+public struct HelloReport: Codable, Hashable, Sendable {
+    /// hushd's version.
+    public var version: String
+    /// The protocol's version (``ControlCodec/protocolVersion``).
+    public var `protocol`: Int
+    /// This connection's client id, as hushd's log and status name it.
+    public var client: UInt64
+
+    public init(version: String, protocol: Int = ControlCodec.protocolVersion, client: ClientID) {
+        self.version = version
+        self.protocol = `protocol`
+        self.client = client.rawValue
+    }
+}
+
+/// A volume as `volume` reports it.
+public struct VolumeReport: Codable, Hashable, Sendable {
+    public var kind: VolumeKind
+    public var step: Int
+    /// The step's gain on the volume curve in dB; absent for step 0 (silence).
+    public var gainDecibels: Double?
+
+    public init(kind: VolumeKind, step: VolumeStep, gainDecibels: Float) {
+        self.kind = kind
+        self.step = step.rawValue
+        self.gainDecibels = ControlStatus.rounded(gainDecibels)
+    }
+}
+
+/// The route as `route` reports it.
+public struct RouteReport: Codable, Hashable, Sendable {
+    /// The route sound goes to now.
+    public var current: String
+    /// Whether a person picked it (`route` with `override`), rather than the jack.
+    public var overridden: Bool
+
+    public init(current: Route, overridden: Bool) {
+        self.current = current.name
+        self.overridden = overridden
+    }
+}
+
+extension VolumeKind: Codable {}
+extension Bus: Codable {}
+extension HushCore.Category: Codable {}
+extension SilenceSwitchPosition: Codable {}
+extension JackState: Codable {}
+extension RouteChangeReason: Codable {}
+extension MediaKey: Codable {}

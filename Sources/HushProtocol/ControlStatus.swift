@@ -1,0 +1,159 @@
+import HushCore
+
+/// Everything `status` reports: the controls, the route, the volumes, the sessions and the output device.
+public struct ControlStatus: Codable, Hashable, Sendable {
+    public var version: String
+    /// Seconds since hushd started.
+    public var uptimeSeconds: Double
+    public var silenceSwitch: SilenceSwitchPosition
+    public var jack: JackState
+    public var route: String
+    /// Whether the route is a person's pick rather than the jack's.
+    public var routeOverridden: Bool
+    public var systemVolume: Int
+    /// The system volume's gain in dB; absent at step 0 (silence).
+    public var systemGainDecibels: Double?
+    public var ringerVolume: Int
+    public var ringerGainDecibels: Double?
+    /// Which volume the volume buttons move now (policy R3).
+    public var buttonsControl: VolumeKind
+    /// Whether apps should silence secondary audio (policy R14).
+    public var secondaryAudioShouldBeSilenced: Bool
+    public var sessions: [Session]
+    public var output: Output
+    /// Connections to the control socket.
+    public var clients: Int
+
+    public init(
+        version: String,
+        uptimeSeconds: Double,
+        silenceSwitch: SilenceSwitchPosition,
+        jack: JackState,
+        route: Route,
+        routeOverridden: Bool,
+        systemVolume: VolumeStep,
+        systemGainDecibels: Float,
+        ringerVolume: VolumeStep,
+        ringerGainDecibels: Float,
+        buttonsControl: VolumeKind,
+        secondaryAudioShouldBeSilenced: Bool,
+        sessions: [Session],
+        output: Output,
+        clients: Int
+    ) {
+        self.version = version
+        self.uptimeSeconds = (uptimeSeconds * 1000).rounded() / 1000
+        self.silenceSwitch = silenceSwitch
+        self.jack = jack
+        self.route = route.name
+        self.routeOverridden = routeOverridden
+        self.systemVolume = systemVolume.rawValue
+        self.systemGainDecibels = Self.rounded(systemGainDecibels)
+        self.ringerVolume = ringerVolume.rawValue
+        self.ringerGainDecibels = Self.rounded(ringerGainDecibels)
+        self.buttonsControl = buttonsControl
+        self.secondaryAudioShouldBeSilenced = secondaryAudioShouldBeSilenced
+        self.sessions = sessions
+        self.output = output
+        self.clients = clients
+    }
+
+    /// Decibels to a tenth, nil for silence (JSON has no infinity).
+    static func rounded(_ decibels: Float) -> Double? {
+        guard decibels.isFinite else { return nil }
+        return (Double(decibels) * 10).rounded() / 10
+    }
+
+    /// One session as status shows it.
+    public struct Session: Codable, Hashable, Sendable {
+        public var id: UInt64
+        public var client: UInt64
+        /// The peer's process, user and group, for socket clients (absent for the console's sessions).
+        public var pid: Int32?
+        public var uid: UInt32?
+        public var gid: UInt32?
+        /// The name given at activation.
+        public var name: String?
+        public var bus: Bus
+        public var category: HushCore.Category
+        public var options: [String]
+        public var transient: Bool
+        /// idle, playing, paused or stopped.
+        public var state: String
+        /// Why a paused session is paused: user, routeChange or interruption.
+        public var pausedBy: String?
+        /// The sessions interrupting this one, oldest first.
+        public var interruptedBy: [UInt64]
+        /// What it plays, if anything: a path or "440 Hz tone".
+        public var sound: String?
+
+        public init(
+            id: SessionID,
+            client: ClientID,
+            pid: Int32? = nil,
+            uid: UInt32? = nil,
+            gid: UInt32? = nil,
+            name: String? = nil,
+            configuration: SessionConfiguration,
+            state: String,
+            pausedBy: String? = nil,
+            interruptedBy: [SessionID] = [],
+            sound: String? = nil
+        ) {
+            self.id = id.rawValue
+            self.client = client.rawValue
+            self.pid = pid
+            self.uid = uid
+            self.gid = gid
+            self.name = name
+            bus = configuration.bus
+            category = configuration.category
+            options = configuration.options.names
+            transient = configuration.transient
+            self.state = state
+            self.pausedBy = pausedBy
+            self.interruptedBy = interruptedBy.map(\.rawValue)
+            self.sound = sound
+        }
+    }
+
+    /// The output device.
+    public struct Output: Codable, Hashable, Sendable {
+        /// The PCM name, or "file:PATH" for the WAV fallback.
+        public var pcm: String
+        /// Whether the device is open (false while it is lost and being retried).
+        public var open: Bool
+        public var sampleRate: Int
+        public var channels: Int
+        public var periodFrames: Int
+        public var periods: Int
+        /// Underruns since start.
+        public var xruns: Int
+        /// Times the device was lost since start.
+        public var losses: Int
+        /// The periods queued in the device, in milliseconds.
+        public var latencyMilliseconds: Double
+
+        public init(
+            pcm: String,
+            open: Bool,
+            sampleRate: Int,
+            channels: Int,
+            periodFrames: Int,
+            periods: Int,
+            xruns: Int,
+            losses: Int,
+            latencyMilliseconds: Double
+        ) {
+            self.pcm = pcm
+            self.open = open
+            self.sampleRate = sampleRate
+            self.channels = channels
+            self.periodFrames = periodFrames
+            self.periods = periods
+            self.xruns = xruns
+            self.losses = losses
+            self.latencyMilliseconds = (latencyMilliseconds * 100).rounded() / 100
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import HushCore
+
+/// What hushctl prints for people: status that fits an 80×24 serial terminal, one line per event, short lines for
+/// replies. Plain ASCII but for what the policy wrote (its reasons use an em dash); no colours.
+public enum ControlText {
+    /// The terminal size `status` is made for.
+    public static let columns = 80
+    public static let rows = 24
+
+    // MARK: Status
+
+    /// The full status in at most 24 lines of at most 80 columns. Sessions that do not fit are counted.
+    public static func status(_ status: ControlStatus) -> [String] {
+        let output = status.output
+        var lines = [
+            "hushd \(status.version), up \(duration(status.uptimeSeconds)), "
+                + "\(status.clients) client\(status.clients == 1 ? "" : "s")",
+            "silence switch   \(status.silenceSwitch)",
+            "headphones       \(status.jack)",
+            "route            \(status.route) " + (status.routeOverridden ? "(override)" : "(automatic)"),
+            "system volume    \(volume(status.systemVolume, status.systemGainDecibels))",
+            "ringer volume    \(volume(status.ringerVolume, status.ringerGainDecibels))",
+            "buttons control  the \(status.buttonsControl) volume",
+            "secondary audio  " + (status.secondaryAudioShouldBeSilenced ? "should be silenced" : "may play"),
+            "output           \(output.pcm) " + (output.open ? "(open)" : "(LOST, retrying)"),
+            "                 \(output.sampleRate) Hz, \(output.channels) ch, \(output.periods) x "
+                + "\(output.periodFrames) frames (\(decimal(output.latencyMilliseconds)) ms), "
+                + "\(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), "
+                + "\(output.losses) loss\(output.losses == 1 ? "" : "es")",
+        ]
+        guard !status.sessions.isEmpty else {
+            lines.append("sessions         none")
+            return lines.map(fit)
+        }
+        lines.append("sessions         \(status.sessions.count)")
+        lines.append(sessionHeader)
+        let room = rows - lines.count
+        let shown = status.sessions.count <= room ? status.sessions.count : room - 1
+        lines += status.sessions.prefix(shown).map(sessionRow)
+        if shown < status.sessions.count {
+            lines.append("  ... and \(status.sessions.count - shown) more (hushctl --json status lists them all)")
+        }
+        return lines.map(fit)
+    }
+
+    static let sessionHeader =
+        pad("ID", 4, right: true) + pad("CLIENT", 7, right: true) + pad("PID", 7, right: true)
+        + pad("UID", 6, right: true) + "  " + pad("BUS", 7) + pad("CATEGORY", 14) + pad("OPTIONS", 9) + "STATE"
+
+    static func sessionRow(_ session: ControlStatus.Session) -> String {
+        var options: [String] = []
+        if session.options.contains("duckOthers") {
+            options.append("duck")
+        } else if session.options.contains("mixWithOthers") {
+            options.append("mix")
+        }
+        var optionText = options.isEmpty ? "-" : options.joined()
+        if session.transient { optionText += "+tr" }
+        var state = session.state
+        if !session.interruptedBy.isEmpty {
+            state = "interrupted by " + session.interruptedBy.map { "\($0)" }.joined(separator: ",")
+        } else if let cause = session.pausedBy, state == "paused" {
+            state += " (\(cause))"
+        }
+        return pad("\(session.id)", 4, right: true) + pad("\(session.client)", 7, right: true)
+            + pad(session.pid.map { "\($0)" } ?? "-", 7, right: true)
+            + pad(session.uid.map { "\($0)" } ?? "-", 6, right: true) + "  " + pad(session.bus.rawValue, 7)
+            + pad(session.category.rawValue, 14) + pad(optionText, 9) + state
+    }
+
+    // MARK: Events
+
+    /// One line per event, for `hushctl events` and the events `hushctl play` prints.
+    public static func event(_ event: ControlEvent) -> String {
+        switch event {
+        case .interruptionBegan(let id, let by):
+            "interruption began: session \(id.rawValue), by session \(by.rawValue)"
+        case .interruptionEnded(let id, let shouldResume):
+            "interruption ended: session \(id.rawValue), " + (shouldResume ? "should resume" : "should not resume")
+        case .routeChanged(let change):
+            "route: \(change.previous) -> \(change.current) (\(change.reason))"
+        case .volumeChanged(let kind, let step, let route):
+            "\(kind) volume: \(step)" + (route.map { " on \($0)" } ?? "")
+        case .silenceChanged(let position):
+            "silence switch: \(position)"
+        case .secondaryAudioHint(let hint):
+            "secondary audio: " + (hint ? "should be silenced" : "may play")
+        case .buttonsControl(let kind):
+            "volume buttons control: the \(kind) volume"
+        case .remoteCommand(let id, let key):
+            "remote command: \(key) for session \(id.rawValue)"
+        case .sessionFinished(let id):
+            "session \(id.rawValue) finished"
+        case .decision(let report):
+            (report.time.map { "at \(fixed3($0)) s: " } ?? "") + "[\(report.rule) \(report.title)] \(report.command) — "
+                + report.reason + (report.cause.map { " (after: \($0))" } ?? "")
+        }
+    }
+
+    // MARK: Replies
+
+    /// "system volume 8/16 (-24.0 dB)".
+    public static func volume(_ report: VolumeReport) -> String {
+        "\(report.kind) volume \(volume(report.step, report.gainDecibels))"
+    }
+
+    /// "route speaker (automatic)".
+    public static func route(_ report: RouteReport) -> String {
+        "route \(report.current) " + (report.overridden ? "(override)" : "(automatic)")
+    }
+
+    /// "hushd 0.1.0, protocol 1, you are client 1003".
+    public static func hello(_ report: HelloReport) -> String {
+        "hushd \(report.version), protocol \(report.protocol), you are client \(report.client)"
+    }
+
+    // MARK: Pieces
+
+    static func volume(_ step: Int, _ decibels: Double?) -> String {
+        "\(step)/\(VolumeStep.count) (" + (decibels.map { "\(signed($0)) dB" } ?? "silent") + ")"
+    }
+
+    /// "3 s", "12 min 5 s", "1 h 2 min", "3 d 4 h".
+    static func duration(_ seconds: Double) -> String {
+        let total = Int(seconds.rounded(.down))
+        switch total {
+        case ..<60: return "\(total) s"
+        case ..<3600: return "\(total / 60) min \(total % 60) s"
+        case ..<86_400: return "\(total / 3600) h \(total % 3600 / 60) min"
+        default: return "\(total / 86_400) d \(total % 86_400 / 3600) h"
+        }
+    }
+
+    /// "-24.0", "+0.0".
+    static func signed(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        return (tenths < 0 ? "-" : "+") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
+    }
+
+    /// "4", "4.5", "1.33" (up to two decimals, no trailing zeros).
+    static func decimal(_ value: Double) -> String {
+        let hundredths = Int((value * 100).rounded())
+        var text = "\(hundredths / 100)"
+        let fraction = abs(hundredths % 100)
+        if fraction != 0 {
+            text += fraction % 10 == 0 ? ".\(fraction / 10)" : (fraction < 10 ? ".0" : ".") + "\(fraction)"
+        }
+        return text
+    }
+
+    /// "12.345".
+    static func fixed3(_ value: Double) -> String {
+        let thousandths = Int((value * 1000).rounded())
+        let fraction = abs(thousandths % 1000)
+        let padded = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
+        return (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000).\(padded)"
+    }
+
+    static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+        guard text.count < width else { return String(text.prefix(width - 1)) + " " }
+        let spaces = String(repeating: " ", count: width - text.count)
+        return right ? spaces + text : text + spaces
+    }
+
+    /// Cuts a line to the terminal's width.
+    static func fit(_ line: String) -> String {
+        line.count <= columns ? line : String(line.prefix(columns - 3)) + "..."
+    }
+}

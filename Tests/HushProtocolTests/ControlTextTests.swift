@@ -1,0 +1,264 @@
+import HushCore
+import Testing
+
+@testable import HushProtocol
+
+/// hushctl's text, compared byte for byte on fixed values (swift-argument-parser's habit for CLI output).
+@Suite("control text")
+struct ControlTextTests {
+    static let output = ControlStatus.Output(
+        pcm: "hw:CARD=Headphones,DEV=0",
+        open: true,
+        sampleRate: 48_000,
+        channels: 2,
+        periodFrames: 64,
+        periods: 3,
+        xruns: 2,
+        losses: 1,
+        latencyMilliseconds: 4
+    )
+
+    static func session(
+        _ id: UInt64,
+        _ bus: Bus,
+        _ category: HushCore.Category,
+        _ options: CategoryOptions = [],
+        transient: Bool = false,
+        state: String,
+        pausedBy: String? = nil,
+        interruptedBy: [SessionID] = []
+    ) -> ControlStatus.Session {
+        ControlStatus.Session(
+            id: SessionID(id),
+            client: ClientID(1000 + id),
+            pid: Int32(4000 + id),
+            uid: 1000,
+            gid: 1000,
+            configuration: SessionConfiguration(bus: bus, category: category, options: options, transient: transient),
+            state: state,
+            pausedBy: pausedBy,
+            interruptedBy: interruptedBy
+        )
+    }
+
+    static let status = ControlStatus(
+        version: "0.1.0",
+        uptimeSeconds: 3725.4,
+        silenceSwitch: .ring,
+        jack: .plugged,
+        route: .headphones,
+        routeOverridden: false,
+        systemVolume: VolumeStep(clamping: 8),
+        systemGainDecibels: -24,
+        ringerVolume: VolumeStep(clamping: 0),
+        ringerGainDecibels: -.infinity,
+        buttonsControl: .system,
+        secondaryAudioShouldBeSilenced: true,
+        sessions: [
+            session(1, .music, .playback, state: "paused", pausedBy: "interruption", interruptedBy: [SessionID(3)]),
+            session(2, .effect, .ambient, [.mixWithOthers], state: "playing"),
+            session(3, .ringer, .playback, transient: true, state: "playing"),
+            session(4, .effect, .playAndRecord, [.mixWithOthers, .duckOthers], state: "paused", pausedBy: "user"),
+            ControlStatus.Session(
+                id: SessionID(5),
+                client: ClientID(0),
+                configuration: SessionConfiguration(bus: .music, category: .soloAmbient),
+                state: "idle"
+            ),
+        ],
+        output: output,
+        clients: 3
+    )
+
+    @Test("status fits an 80x24 terminal, byte for byte")
+    func statusText() {
+        let expected = """
+            hushd 0.1.0, up 1 h 2 min, 3 clients
+            silence switch   ring
+            headphones       plugged
+            route            headphones (automatic)
+            system volume    8/16 (-24.0 dB)
+            ringer volume    0/16 (silent)
+            buttons control  the system volume
+            secondary audio  should be silenced
+            output           hw:CARD=Headphones,DEV=0 (open)
+                             48000 Hz, 2 ch, 3 x 64 frames (4 ms), 2 xruns, 1 loss
+            sessions         5
+              ID CLIENT    PID   UID  BUS    CATEGORY      OPTIONS  STATE
+               1   1001   4001  1000  music  playback      -        interrupted by 3
+               2   1002   4002  1000  effect ambient       mix      playing
+               3   1003   4003  1000  ringer playback      -+tr     playing
+               4   1004   4004  1000  effect playAndRecord duck     paused (user)
+               5      0      -     -  music  soloAmbient   -        idle
+            """
+        let lines = ControlText.status(Self.status)
+        #expect(lines.joined(separator: "\n") == expected)
+        #expect(lines.allSatisfy { $0.count <= 80 })
+    }
+
+    @Test("many sessions: the status still fits 24 lines and says how many are not shown")
+    func manySessions() {
+        var status = Self.status
+        status.sessions = (1...30).map {
+            Self.session(UInt64($0), .effect, .ambient, [.mixWithOthers], state: "playing")
+        }
+        status.output.open = false
+        status.routeOverridden = true
+        status.uptimeSeconds = 200_000
+        let lines = ControlText.status(status)
+        #expect(lines.count == 24)
+        #expect(lines.allSatisfy { $0.count <= 80 })
+        #expect(lines[0] == "hushd 0.1.0, up 2 d 7 h, 3 clients")
+        #expect(lines[3] == "route            headphones (override)")
+        #expect(lines[8] == "output           hw:CARD=Headphones,DEV=0 (LOST, retrying)")
+        #expect(lines[22] == "  11   1011   4011  1000  effect ambient       mix      playing")
+        #expect(lines[23] == "  ... and 19 more (hushctl --json status lists them all)")
+    }
+
+    @Test("no sessions, a short uptime, a long PCM name cut to 80 columns")
+    func quiet() {
+        var status = Self.status
+        status.sessions = []
+        status.uptimeSeconds = 42.9
+        status.output.pcm = "plug:" + String(repeating: "x", count: 80)
+        status.output.latencyMilliseconds = 4.33
+        status.output.xruns = 1
+        status.output.losses = 0
+        let lines = ControlText.status(status)
+        #expect(lines.count == 11)
+        #expect(lines[0] == "hushd 0.1.0, up 42 s, 3 clients")
+        #expect(lines[8].count == 80 && lines[8].hasSuffix("xxx..."))
+        #expect(lines[9] == "                 48000 Hz, 2 ch, 3 x 64 frames (4.33 ms), 1 xrun, 0 losses")
+        #expect(lines[10] == "sessions         none")
+    }
+
+    @Test("one line per event, byte for byte")
+    func eventText() {
+        let expected = [
+            "interruption began: session 3, by session 4",
+            "interruption ended: session 3, should resume",
+            "route: speaker -> headphones (newDeviceAvailable)",
+            "system volume: 9/16 on speaker",
+            "ringer volume: 5/16",
+            "silence switch: silent",
+            "secondary audio: should be silenced",
+            "volume buttons control: the ringer volume",
+            "remote command: next for session 3",
+            "session 3 finished",
+            "at 12.346 s: [R5 headphones-unplugged] pause session 3 — headphones unplugged: playback pauses "
+                + "(after: headphones unplugged (reported by gpio))",
+        ]
+        #expect(ControlCodecTests.events.map(ControlText.event) == expected)
+        #expect(
+            ControlText.event(.decision(DecisionReport(Decision(.note("nothing"), rule: .m6, reason: "same jack"))))
+                == "[M6 duplicate-jack-report] no change: nothing — same jack"
+        )
+    }
+
+    @Test("replies as the shell prints them")
+    func replyText() {
+        #expect(ShellSyntax.describe(ControlReply(session: SessionID(7))) == ["session 7"])
+        #expect(
+            ShellSyntax.describe(ControlReply(volume: VolumeReport(kind: .ringer, step: .maximum, gainDecibels: 0)))
+                == ["ringer volume 16/16 (+0.0 dB)"]
+        )
+        #expect(
+            ShellSyntax.describe(ControlReply(route: RouteReport(current: .speaker, overridden: false)))
+                == ["route speaker (automatic)"]
+        )
+        #expect(
+            ShellSyntax.describe(ControlReply(hello: HelloReport(version: "0.1.0", client: ClientID(1001))))
+                == ["hushd 0.1.0, protocol 1, you are client 1001"]
+        )
+        #expect(
+            ShellSyntax.describe(ControlReply(events: [.routeChanged, .decision])) == [
+                "subscribed: route-changed, decision"
+            ]
+        )
+        #expect(ShellSyntax.describe(.ok()) == ["ok"])
+        #expect(
+            ShellSyntax.describe(.failure(ControlError(.unknownSession, "no session 9")))
+                == ["error [unknown-session]: no session 9"]
+        )
+        #expect(ShellSyntax.describe(ControlReply(status: Self.status)).count == 17)
+    }
+}
+
+@Suite("shell syntax")
+struct ShellSyntaxTests {
+    @Test("every shell command becomes its request")
+    func commands() throws {
+        let cases: [(String, ShellSyntax.Line)] = [
+            ("", .nothing), ("  # a comment", .nothing), ("help", .help), ("quit", .quit), ("wait 250", .wait(250)),
+            ("status", .request(.status)), ("version", .request(.version)), ("hello", .request(.hello(name: nil))),
+            ("hello my app", .request(.hello(name: "my app"))),
+            (
+                "activate music playback",
+                .request(.activate(SessionConfiguration(bus: .music, category: .playback), name: nil))
+            ),
+            (
+                "activate effect ambient mix duck transient name=click",
+                .request(
+                    .activate(
+                        SessionConfiguration(
+                            bus: .effect,
+                            category: .ambient,
+                            options: [.mixWithOthers, .duckOthers],
+                            transient: true
+                        ),
+                        name: "click"
+                    )
+                )
+            ),
+            ("play 2 /tmp/a.wav", .request(.play(SessionID(2), .file("/tmp/a.wav"), loop: false))),
+            ("play 2 /tmp/a.wav loop", .request(.play(SessionID(2), .file("/tmp/a.wav"), loop: true))),
+            ("tone 2 440", .request(.play(SessionID(2), .tone(440), loop: false))),
+            ("pause 2", .request(.pause(SessionID(2)))), ("resume 2", .request(.resume(SessionID(2)))),
+            ("stop 2", .request(.stop(SessionID(2)))),
+            ("deactivate 2", .request(.deactivate(SessionID(2), notifyOthers: false))),
+            ("deactivate 2 notify", .request(.deactivate(SessionID(2), notifyOthers: true))),
+            ("volume", .request(.getVolume(.system))), ("volume ringer", .request(.getVolume(.ringer))),
+            ("volume 9", .request(.setVolume(.system, .step(VolumeStep(clamping: 9))))),
+            ("volume ringer +2", .request(.setVolume(.ringer, .delta(2)))),
+            ("ringer down", .request(.setVolume(.ringer, .delta(-1)))),
+            ("volume up", .request(.setVolume(.system, .delta(1)))),
+            ("route", .request(.getRoute)), ("route auto", .request(.setRoute(nil))),
+            ("route lineout", .request(.setRoute(Route("lineout")))),
+            ("subscribe", .request(.subscribe(nil))),
+            ("subscribe decision route-changed", .request(.subscribe([.decision, .routeChanged]))),
+            ("unsubscribe", .request(.unsubscribe)),
+            (#"  {"command":"status"}"#, .raw(#"{"command":"status"}"#)),
+        ]
+        for (text, expected) in cases { #expect(try ShellSyntax.parse(text).get() == expected, "\(text)") }
+    }
+
+    @Test("mistakes say what was expected")
+    func mistakes() {
+        let cases = [
+            ("activate music", "activate BUS CATEGORY [mix] [duck] [transient] [name=NAME]"),
+            ("activate radio playback", "'radio' is not a bus; buses: effect, music, ringer"),
+            (
+                "activate music loud",
+                "'loud' is not a category; categories: ambient, soloAmbient, playback, record, playAndRecord"
+            ),
+            ("activate music playback fast", "'fast' is not an option; options: mix, duck, transient, name=NAME"),
+            ("play x a.wav", "'x' is not a session id; give the number activate replied with"),
+            ("tone 1 99999", "'99999' is not a frequency; give Hz from 1 to 20000"),
+            ("pause", "pause SESSION"), ("deactivate 1 now", "deactivate SESSION [notify]"),
+            ("volume 17", "'17' is not a volume; give a step 0 to 16, +N, -N, up or down"),
+            (
+                "subscribe weather",
+                "'weather' is not an event kind; kinds: interruption-began, interruption-ended, route-changed, volume-changed, silence-changed, secondary-audio-hint, buttons-control, remote-command, session-finished, decision"
+            ),
+            ("status now", "status takes no arguments"), ("wait soon", "wait MS: a number of milliseconds"),
+            ("dance", "unknown command 'dance'; type help for the commands"),
+        ]
+        for (text, message) in cases {
+            guard case .failure(let error) = ShellSyntax.parse(text) else {
+                Issue.record("accepted: \(text)")
+                continue
+            }
+            #expect(error.description == message)
+        }
+    }
+}
