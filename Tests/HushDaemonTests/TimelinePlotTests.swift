@@ -258,6 +258,20 @@ struct TimelinePlotTests {
         #expect(first.utf8.count > 5000)
     }
 
+    @Test(
+        "the pictures in docs/images are what make plots draws today",
+        arguments: ["silence-switch", "unplug", "ringtone", "ducking", "silence-and-unplug"]
+    )
+    func documentedPictures(name: String) throws {
+        let docs = RenderTests.scenarioPath.replacingOccurrences(of: "/scenarios/silence-and-unplug.txt", with: "")
+        let text = try String(contentsOfFile: docs + "/scenarios/\(name).txt", encoding: .utf8)
+        let renderer = ScenarioRenderer(scenario: try Scenario.parse(text, file: docs + "/scenarios/\(name).txt"))
+        _ = try renderer.render()
+        let drawn = TimelinePlot.svg(renderer.timeline, title: "\(name).txt", source: text)
+        let committed = try String(contentsOfFile: docs + "/images/timeline-\(name).svg", encoding: .utf8)
+        #expect(drawn == committed, "docs/images/timeline-\(name).svg is out of date: run make plots")
+    }
+
     @Test("hushd render --plot without --out draws only the picture; other extensions are refused")
     func commandLine() throws {
         let directory = NSTemporaryDirectory() + "hush-plot-\(getpid())"
