@@ -53,10 +53,12 @@ plots: deps
 	  "$$bin/hushd" render --scenario docs/scenarios/$$s.txt --plot docs/images/timeline-$$s.svg || exit 1; \
 	done
 
-## boards: compile every device-tree overlay with dtc; check every board profile.
+## boards: compile every device-tree overlay with dtc; check every board profile with hushd check-config.
 boards:
 	board/overlays/check.sh
-	python3 board/profiles/check.py
+	$(SWIFT) build --product hushd
+	@for p in board/profiles/*.toml; do "$$($(SWIFT) build --show-bin-path)/hushd" check-config --board $$p \
+	  >/dev/null && echo "PASS $$p" || exit 1; done
 
 ## deploy-check: the systemd unit's security score (at most 2.0), udev rule, scripts, an install into a temp root.
 deploy-check:

@@ -201,7 +201,8 @@ public final class ControlServer: LoopParticipant {
             // A descriptor closed since the poll (cut off by an event) is no longer ours.
             guard let connection = connections[request.fd] else { continue }
             if request.revents & Int16(POLLOUT) != 0 { flush(connection) }
-            if request.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive(connection) }
+            // A failed write closes the connection; its descriptor number must not be read again.
+            if !connection.closed && request.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { receive(connection) }
         }
         // Accepted after the clients are served, so a descriptor number freed above is not mistaken for a new one.
         if ready.contains(where: { $0.fd == listener && $0.revents & Int16(POLLIN) != 0 }) { acceptClients() }

@@ -16,6 +16,7 @@ public enum HushdCommand {
         usage: hushd [--manual-clock] [--quiet-banner]
                hushd render --scenario FILE --out OUT.wav [--board PROFILE] [--events FILE]
                hushd play --scenario FILE [--board PROFILE] [--pcm NAME]
+               hushd check-config [--config PATH | --board NAME]
                hushd --version | --help
 
         Runs the hush policy console on this terminal: type events (silence on, plug,
@@ -30,6 +31,7 @@ public enum HushdCommand {
     public static func run(arguments: [String]) -> Never {
         if arguments.first == "render" { exit(RenderCommand.run(Array(arguments.dropFirst()))) }
         if arguments.first == "play" { exit(PlayCommand.run(Array(arguments.dropFirst()))) }
+        if arguments.first == "check-config" { exit(CheckConfigCommand.run(Array(arguments.dropFirst()))) }
         var manualClock = false
         var banner = true
         for argument in arguments {

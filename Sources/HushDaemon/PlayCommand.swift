@@ -38,12 +38,9 @@ enum PlayCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "hushd")
         do {
-            var output = BoardOutput(name: "default")
-            var pcm = "default"
-            if let board = options["--board"] {
-                output = try BoardOutput.load(board)
-                pcm = output.pcm ?? pcm
-            }
+            var output = HushdConfiguration.Output()
+            if let board = options["--board"] { output = try HushdConfiguration.board(board).output }
+            var pcm = output.pcm
             if let name = options["--pcm"] { pcm = name }
             if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
             let priority = Int32(options["--priority"] ?? "70") ?? 70

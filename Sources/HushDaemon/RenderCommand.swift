@@ -48,8 +48,8 @@ enum RenderCommand {
             return 64
         }
         do {
-            var output = BoardOutput(name: "default")
-            if let board = options["--board"] { output = try BoardOutput.load(board) }
+            var output = HushdConfiguration.Output()
+            if let board = options["--board"] { output = try HushdConfiguration.board(board).output }
             if let rate = options["--rate"] {
                 guard let value = Int(rate), (8000...384_000).contains(value) else {
                     throw CommandError("--rate must be a rate in Hz between 8000 and 384000, not '\(rate)'")

@@ -1,0 +1,223 @@
+import HushCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hushd check-config`: checks a configuration without starting hushd.
+enum CheckConfigCommand {
+    static let usage = """
+        usage: hushd check-config [--config PATH | --board NAME]
+
+        Checks hushd's configuration without starting it: the file given with --config, the board profile given
+        with --board (a name in board/profiles, /usr/share/hush/boards or /etc/hush/boards, or a path), or else
+        /etc/hush/hushd.toml. Prints what hushd would use and exits 0, or prints every problem, each with its file
+        and line, and exits 1. Every key is described in docs/configuration.md.
+        """
+
+    /// What the command prints and its exit status, separate from printing so tests can compare it.
+    struct Outcome: Equatable {
+        var status: Int32
+        var output: String
+        var errors: String
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        let outcome = check(arguments)
+        if !outcome.output.isEmpty { print(outcome.output) }
+        if !outcome.errors.isEmpty { FileHandleOutput.standardError(outcome.errors) }
+        return outcome.status
+    }
+
+    /// Checks the configuration `arguments` name; `defaultExists` says whether /etc/hush/hushd.toml is there.
+    static func check(
+        _ arguments: [String],
+        defaultExists: (String) -> Bool = { access($0, F_OK) == 0 }
+    ) -> Outcome {
+        var config: String?
+        var board: String?
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--help" || argument == "-h" { return Outcome(status: 0, output: usage, errors: "") }
+            guard argument == "--config" || argument == "--board", index + 1 < arguments.count else {
+                return Outcome(
+                    status: 64,
+                    output: "",
+                    errors: "hushd check-config: unknown or incomplete argument '\(argument)'\n\(usage)"
+                )
+            }
+            if argument == "--config" { config = arguments[index + 1] } else { board = arguments[index + 1] }
+            index += 2
+        }
+        if config != nil && board != nil {
+            return Outcome(status: 64, output: "", errors: "hushd check-config: give --config or --board, not both")
+        }
+        if config == nil, board == nil, !defaultExists(HushdConfiguration.defaultPath) {
+            return Outcome(
+                status: 0,
+                output: "no \(HushdConfiguration.defaultPath): hushd would start on its built-in default "
+                    + "(no hardware needed)\n" + HushdConfiguration.builtIn.summary,
+                errors: ""
+            )
+        }
+        do {
+            let configuration =
+                if let board {
+                    try HushdConfiguration.board(board)
+                } else {
+                    try HushdConfiguration.load(file: config ?? HushdConfiguration.defaultPath)
+                }
+            return Outcome(
+                status: 0,
+                output: "configuration OK: \(configuration.files.joined(separator: " + "))\n" + configuration.summary,
+                errors: ""
+            )
+        } catch {
+            let count = error.problems.count
+            return Outcome(
+                status: 1,
+                output: "",
+                errors: error.description + "\n"
+                    + "\(count) problem\(count == 1 ? "" : "s") in the configuration: hushd would not start"
+            )
+        }
+    }
+}
+
+extension HushdConfiguration {
+    /// What hushd would use, for `hushd check-config` and the start-up log: one topic per line, 8-column labels.
+    public var summary: String {
+        var lines: [String] = []
+        func add(_ label: String, _ entries: [String]) {
+            for (index, entry) in entries.enumerated() {
+                let padded = index == 0 ? label + String(repeating: " ", count: max(1, 10 - label.count)) : "          "
+                lines.append(padded + entry)
+            }
+        }
+        add(
+            "board",
+            [
+                board.name.isEmpty
+                    ? "(unnamed)" : board.name + (board.description.isEmpty ? "" : ": " + board.description)
+            ]
+        )
+        add(
+            "output",
+            [
+                "\(output.pcm): \(output.sampleRate) Hz, \(output.channels) ch, \(output.format), "
+                    + "\(output.periodFrames)-frame periods × \(output.periods)",
+                "real-time priority "
+                    + (output.realtimePriority == 0 ? "none (normal scheduling)" : "\(output.realtimePriority)")
+                    + "; if the PCM does not open: "
+                    + (output.fallbackWAV.map { "sound goes to the WAV file \($0)" } ?? "start-up fails"),
+            ]
+        )
+        add(
+            "routes",
+            routeOrder.flatMap { route -> [String] in
+                guard let settings = routes[route] else { return [] }
+                var line = Self.padded(route.name, 12) + settings.pcm
+                if let format = settings.format, format != output.format { line += ", \(format)" }
+                return [line]
+                    + settings.switches.map {
+                        "              sets \($0.element) on card \($0.card) to \($0.value)"
+                    }
+            }
+        )
+        add(
+            "inputs",
+            inputs.isEmpty
+                ? ["none"] : inputs.keys.sorted().map { Self.padded($0.rawValue, 18) + describe(inputs[$0]!) }
+        )
+        if !outputs.isEmpty {
+            add(
+                "outputs",
+                outputs.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                    Self.padded($0.key.rawValue, 18) + "gpio \($0.value.chip) \($0.value.line)"
+                        + ($0.value.activeLow ? ", active low" : "")
+                }
+            )
+        }
+        add(
+            "volume",
+            [
+                "system \(volume.defaultSystem.rawValue), ringer \(volume.defaultRinger.rawValue), "
+                    + "start-up cap \(volume.startupMaximum.rawValue); curve "
+                    + volume.curve.anchors.map { "\($0.step): \(Self.decibels($0.decibels))" }.joined(separator: ", "),
+                "buttons repeat after \(buttons.repeatDelay.milliseconds) ms every "
+                    + "\(buttons.repeatInterval.milliseconds) ms; with nothing playing they move the "
+                    + "\(buttons.idleTarget) volume",
+                "ducking \(Self.decibels(ducking.depthDecibels)), attack \(ducking.attack.milliseconds) ms, "
+                    + "release \(ducking.release.milliseconds) ms; ramps: silence \(ramps.silence.milliseconds) ms, "
+                    + "volume \(ramps.volume.milliseconds) ms",
+            ]
+        )
+        add(
+            "buses",
+            [
+                Bus.allCases.map { bus in
+                    let settings = buses[bus] ?? BusSettings(category: .playback)
+                    return "\(bus) \(settings.category)" + (settings.options.isEmpty ? "" : " \(settings.options)")
+                }.joined(separator: "; ")
+            ]
+        )
+        add("console", [console.device.map { "\($0) at \(console.baud) baud" } ?? "none"])
+        add(
+            "socket",
+            [
+                "\(control.socket), mode 0\(String(control.mode, radix: 8)), "
+                    + (control.group.map { "group \($0)" } ?? "hushd's own group"),
+                "\(control.maxClients) clients, \(control.maxSessionsPerClient) sessions each, lines up to "
+                    + "\(control.maxLineBytes) bytes; other uids allowed: "
+                    + (control.allowedUIDs.isEmpty
+                        ? "none" : control.allowedUIDs.map(String.init).joined(separator: ", ")),
+            ]
+        )
+        add(
+            "state",
+            [
+                state.file.map { "\($0), written at most every \(state.writeInterval.milliseconds) ms" }
+                    ?? "none: volumes are not kept across restarts"
+            ]
+        )
+        add(
+            "controls",
+            [
+                alsaControlsCard.map { "Hush volume controls on ALSA card \($0)" }
+                    ?? (alsaControls.enabled ? "none: the output PCM names no card" : "off")
+            ]
+        )
+        add(
+            "sounds",
+            [
+                sounds.directories.isEmpty
+                    ? "none: play requests for files are refused" : sounds.directories.joined(separator: ", ")
+            ]
+        )
+        add("log", [log.level.rawValue])
+        return lines.joined(separator: "\n")
+    }
+
+    private func describe(_ input: Input) -> String {
+        switch input {
+        case .gpio(let gpio):
+            "gpio \(gpio.chip) \(gpio.line), active \(gpio.activeLow ? "low" : "high"), \(gpio.bias.rawValue), "
+                + "\(gpio.debounce.milliseconds) ms debounce" + (gpio.mediaKey.map { ", key \($0)" } ?? "")
+        case .evdev(let evdev):
+            "evdev \(evdev.device) " + evdev.codes.map(\.name).joined(separator: ", ")
+                + (evdev.grab ? ", grabbed" : "") + (evdev.optional ? ", optional" : "")
+        case .alsa(let alsa): "alsa card \(alsa.card) control \(alsa.element)"
+        case .terminal: "keys on hushd's terminal"
+        }
+    }
+
+    private static func padded(_ text: String, _ width: Int) -> String {
+        text + String(repeating: " ", count: max(1, width - text.count))
+    }
+
+    private static func decibels(_ value: Float) -> String {
+        let tenths = Int((value * 10).rounded())
+        return tenths % 10 == 0 ? "\(tenths / 10) dB" : "\(Double(tenths) / 10) dB"
+    }
+}
