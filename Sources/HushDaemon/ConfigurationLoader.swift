@@ -124,7 +124,23 @@ enum ConfigurationLoader {
         var document = try ConfigurationNode.parse(text, file: file)
         guard var entries = document.table else { return document }
         var base: (key: String, node: ConfigurationNode)?
-        if let node = entries["board"], case .string = node.value { base = ("board", node) }
+        if let node = entries["board"] {
+            // A string starts from a profile; a table is the [board] section; anything else is a slip.
+            switch node.value {
+            case .string: base = ("board", node)
+            case .table: break
+            default:
+                throw ConfigurationError(
+                    ConfigurationProblem(
+                        file: file,
+                        line: node.line,
+                        key: "board",
+                        message: "board = \(node.written): must be a board profile's name or path in quotes "
+                            + "(board = \"pi4-dac-hat\"), or a [board] table"
+                    )
+                )
+            }
+        }
         if let node = entries["include"] {
             if let board = base {
                 throw ConfigurationError(

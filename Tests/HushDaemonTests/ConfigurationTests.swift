@@ -594,6 +594,17 @@ struct ConfigurationTests {
                 ]
             ),
             (
+                "board = 5\n",
+                [
+                    "hushd.toml:1: board = 5: must be a board profile's name or path in quotes "
+                        + "(board = \"pi4-dac-hat\"), or a [board] table"
+                ]
+            ),
+            (
+                "board = \"\"\n[output]\n",
+                ["hushd.toml:1: board = \"\": must be a board profile's name or a path, in quotes"]
+            ),
+            (
                 "output = 5\n",
                 ["hushd.toml:1: output = 5: must be a table: write [output] and its keys on the lines below"]
             ),
