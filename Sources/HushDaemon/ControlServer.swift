@@ -300,7 +300,7 @@ public final class ControlServer: LoopParticipant {
                     ControlError(
                         .notPermitted,
                         "uid \(credentials.uid) may not use hushd; join the socket's group or ask for your uid to "
-                            + "be added to [control] allow_uids"
+                            + "be added to [control] allowed_uids"
                     )
                 )
                 continue

@@ -13,15 +13,20 @@ public enum HushdCommand {
     public static let version = "0.1.0"
 
     static let usage = """
-        usage: hushd [--manual-clock] [--quiet-banner]
+        usage: hushd [--config PATH | --board NAME] [--console DEVICE|stdio|none]
+               hushd check-config [--config PATH | --board NAME]
                hushd render --scenario FILE --out OUT.wav [--board PROFILE] [--events FILE]
                hushd play --scenario FILE [--board PROFILE] [--pcm NAME]
-               hushd check-config [--config PATH | --board NAME]
+               hushd console [--manual-clock] [--quiet-banner]
                hushd --version | --help
 
-        Runs the hush policy console on this terminal: type events (silence on, plug,
-        activate music playback, ...) and see every decision with its rule and reason.
-        Type help for the commands.
+        hushd runs hush: inputs, policy, mixer, output, control socket, console
+        (hushd --help-daemon for its options). With no configuration file it runs on
+        the built-in default board: this terminal's keys stand in for the controls.
+
+        hushd console runs the policy alone on this terminal: type events (silence on,
+        plug, activate music playback, ...) and see every decision with its rule and
+        reason. Type help for the commands.
 
           --manual-clock   time moves only with 'wait MS' (reproducible scripts)
           --quiet-banner   do not print the banner (for byte-exact script output)
@@ -32,9 +37,21 @@ public enum HushdCommand {
         if arguments.first == "render" { exit(RenderCommand.run(Array(arguments.dropFirst()))) }
         if arguments.first == "play" { exit(PlayCommand.run(Array(arguments.dropFirst()))) }
         if arguments.first == "check-config" { exit(CheckConfigCommand.run(Array(arguments.dropFirst()))) }
+        if arguments == ["--help-daemon"] {
+            print(DaemonCommand.usage)
+            exit(0)
+        }
+        let policyConsole =
+            arguments.first == "console" || arguments.contains("--manual-clock")
+            || arguments.contains("--quiet-banner")
+        if !policyConsole && !arguments.contains("--version") && !arguments.contains("--help")
+            && !arguments.contains("-h")
+        {
+            exit(DaemonCommand.run(arguments))
+        }
         var manualClock = false
         var banner = true
-        for argument in arguments {
+        for argument in arguments.drop(while: { $0 == "console" }) {
             switch argument {
             case "--manual-clock": manualClock = true
             case "--quiet-banner": banner = false

@@ -364,7 +364,7 @@ struct ControlServerTests {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(
             text == #"{"error":{"code":"not-permitted","message":"uid 65534 may not use hushd; join the socket's "#
-                + #"group or ask for your uid to be added to [control] allow_uids"},"ok":false}"# + "\n"
+                + #"group or ask for your uid to be added to [control] allowed_uids"},"ok":false}"# + "\n"
         )
         #expect(
             fixture.log.messages.contains {

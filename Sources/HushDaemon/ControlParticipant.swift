@@ -1,0 +1,288 @@
+import HushALSA
+import HushCore
+import HushPolicy
+import HushProtocol
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The control socket in hushd's loop: requests become policy events, sounds and replies; decisions and client
+/// events go out to subscribers and to the owners of the sessions they concern.
+///
+/// Sessions belong to their connection: when it closes, the client is gone (R10) and its sessions end.
+final class ControlParticipant: LoopParticipant, ControlHandler {
+    let server: ControlServer
+    unowned let daemon: Daemon
+    let limits: HushdConfiguration.Control
+    /// Per session: a name the client gave and the sound it plays, for status.
+    private var names: [SessionID: String] = [:]
+    private var sounds: [SessionID: String] = [:]
+    private var credentials: [ClientID: ControlClient] = [:]
+    private var secondaryAudioHint = false
+
+    init(configuration: HushdConfiguration.Control, daemon: Daemon) throws {
+        self.daemon = daemon
+        limits = configuration
+        server = try ControlServer(
+            path: configuration.socket,
+            mode: mode_t(configuration.mode),
+            group: configuration.group,
+            limits: ControlLimits(
+                maxLineBytes: configuration.maxLineBytes,
+                maxClients: configuration.maxClients,
+                maxSessionsPerClient: configuration.maxSessionsPerClient
+            ),
+            allowedUIDs: Set(configuration.allowedUIDs),
+            logger: daemon.logger
+        )
+        server.handler = self
+        daemon.decisionSinks.append { [unowned self] batch in publish(batch) }
+        daemon.finishedSinks.append { [unowned self] session in
+            let owner = daemon.audio.policy.session(session)?.client
+            server.send(.sessionFinished(session), toSubscribersAnd: owner)
+        }
+    }
+
+    func close() { server.close() }
+
+    // MARK: Loop
+
+    var pollRequests: [pollfd] { server.pollRequests }
+    var nextDeadline: Instant? { server.nextDeadline }
+    func service(_ ready: [pollfd], now: Instant) { server.service(ready, now: now) }
+
+    // MARK: Events out
+
+    private func publish(_ batch: Daemon.DecisionBatch) {
+        let policy = daemon.audio.policy
+        for decision in batch.decisions {
+            if case .notify(let event) = decision.command {
+                if case .secondaryAudioShouldBeSilenced(let hint) = event { secondaryAudioHint = hint }
+                let owner = event.session.flatMap { policy.session($0)?.client }
+                server.send(ControlEvent(event), toSubscribersAnd: owner)
+            }
+            server.send(
+                .decision(DecisionReport(decision, cause: batch.cause, time: batch.time)),
+                toSubscribersAnd: nil
+            )
+        }
+    }
+
+    // MARK: Requests in
+
+    func handle(_ request: ControlRequest, from client: ControlClient) -> ControlReply {
+        credentials[client.id] = client
+        let id = request.id
+        switch request.command {
+        case .hello:
+            return ControlReply(id: id, hello: HelloReport(version: HushdCommand.version, client: client.id))
+        case .version:
+            return ControlReply(id: id, hello: HelloReport(version: HushdCommand.version, client: client.id))
+        case .activate(let configuration, let name):
+            return activate(configuration, name: name, for: client, id: id)
+        case .play(let session, let sound, let loop):
+            if let refusal = owned(session, by: client, id: id) { return refusal }
+            do {
+                switch sound {
+                case .file(let path): try daemon.audio.attach(.file(path), to: session, loop: loop)
+                case .tone(let hertz): try daemon.audio.attach(.tone(hertz), to: session, loop: true)
+                }
+            } catch {
+                return .failure(ControlError(.cannotPlay, error.description, field: "sound"), id: id)
+            }
+            sounds[session] = sound.description
+            return reply(daemon.handle(.play(session), cause: "\(client.id) plays \(session)"), id: id)
+        case .pause(let session):
+            if let refusal = owned(session, by: client, id: id) { return refusal }
+            return reply(daemon.handle(.pause(session), cause: "\(client.id) pauses \(session)"), id: id)
+        case .resume(let session):
+            if let refusal = owned(session, by: client, id: id) { return refusal }
+            return reply(daemon.handle(.play(session), cause: "\(client.id) resumes \(session)"), id: id)
+        case .stop(let session):
+            if let refusal = owned(session, by: client, id: id) { return refusal }
+            return reply(daemon.handle(.stop(session), cause: "\(client.id) stops \(session)"), id: id)
+        case .deactivate(let session, let notifyOthers):
+            if let refusal = owned(session, by: client, id: id) { return refusal }
+            let made = daemon.handle(
+                .deactivate(session, notifyOthers: notifyOthers),
+                cause: "\(client.id) deactivates \(session)" + (notifyOthers ? ", notifying others" : "")
+            )
+            forget(session)
+            return reply(made, id: id)
+        case .getVolume(let kind):
+            return ControlReply(id: id, volume: volumeReport(kind))
+        case .setVolume(let kind, let change):
+            let policy = daemon.audio.policy
+            let current = kind == .system ? policy.systemVolume : policy.ringerVolume
+            let target: VolumeStep
+            switch change {
+            case .step(let step): target = step
+            case .delta(let delta): target = current.moved(by: delta)
+            }
+            let made = daemon.handle(
+                .setVolume(kind, target),
+                cause: "\(client.id) sets the \(kind) volume to \(target)"
+            )
+            if let failure = rejection(in: made, id: id) { return failure }
+            return ControlReply(id: id, volume: volumeReport(kind))
+        case .getRoute:
+            return ControlReply(id: id, route: routeReport())
+        case .setRoute(let route):
+            let made = daemon.handle(
+                .setRouteOverride(route),
+                cause: "\(client.id): " + (route.map { "route override \($0)" } ?? "route back to automatic")
+            )
+            if let failure = rejection(in: made, id: id) { return failure }
+            return ControlReply(id: id, route: routeReport())
+        case .status:
+            return ControlReply(id: id, status: status())
+        case .subscribe, .unsubscribe:
+            // The server keeps subscriptions; it answers these itself.
+            return .ok(id: id)
+        }
+    }
+
+    func clientDisconnected(_ client: ControlClient) {
+        credentials[client.id] = nil
+        let sessions = daemon.audio.policy.sessions.filter { $0.client == client.id }.map(\.id)
+        guard !sessions.isEmpty else { return }
+        daemon.handle(.clientGone(client.id), cause: "\(client.id) (pid \(client.pid), uid \(client.uid)) disconnected")
+        for session in sessions { forget(session) }
+    }
+
+    private func activate(
+        _ configuration: SessionConfiguration,
+        name: String?,
+        for client: ControlClient,
+        id: RequestID?
+    ) -> ControlReply {
+        let owned = daemon.audio.policy.sessions.filter { $0.client == client.id }.count
+        guard owned < limits.maxSessionsPerClient else {
+            return .failure(
+                ControlError(
+                    .tooManySessions,
+                    "a client may have \(limits.maxSessionsPerClient) sessions ([control] max_sessions_per_client); "
+                        + "deactivate one first"
+                ),
+                id: id
+            )
+        }
+        let session = daemon.newSessionID()
+        let made = daemon.handle(
+            .activate(session, client: client.id, configuration),
+            cause: "\(client.id) (pid \(client.pid), uid \(client.uid)) activates \(configuration)"
+                + (name.map { " \"\($0)\"" } ?? "")
+        )
+        if let failure = rejection(in: made, id: id) { return failure }
+        guard daemon.audio.policy.session(session) != nil else {
+            return .failure(ControlError(.internalError, "the session was not activated"), id: id)
+        }
+        names[session] = name
+        daemon.logger.info(
+            "\(session) belongs to \(client.id): pid \(client.pid), uid \(client.uid), gid \(client.gid)"
+        )
+        return ControlReply(id: id, session: session)
+    }
+
+    /// nil when `session` exists and belongs to `client`; else the error reply.
+    private func owned(_ session: SessionID, by client: ControlClient, id: RequestID?) -> ControlReply? {
+        guard let record = daemon.audio.policy.session(session) else {
+            return .failure(ControlError(.unknownSession, "there is no \(session)", field: "session"), id: id)
+        }
+        guard record.client == client.id else {
+            return .failure(
+                ControlError(.notYourSession, "\(session) belongs to another client", field: "session"),
+                id: id
+            )
+        }
+        return nil
+    }
+
+    private func forget(_ session: SessionID) {
+        names[session] = nil
+        sounds[session] = nil
+    }
+
+    private func rejection(in made: [Decision], id: RequestID?) -> ControlReply? {
+        for decision in made {
+            if case .reject(let rejection) = decision.command { return .failure(ControlError(rejection), id: id) }
+        }
+        return nil
+    }
+
+    private func reply(_ made: [Decision], id: RequestID?) -> ControlReply {
+        rejection(in: made, id: id) ?? .ok(id: id)
+    }
+
+    private func volumeReport(_ kind: VolumeKind) -> VolumeReport {
+        let policy = daemon.audio.policy
+        let step = kind == .system ? policy.systemVolume : policy.ringerVolume
+        return VolumeReport(kind: kind, step: step, gainDecibels: policy.configuration.curve.decibels(at: step))
+    }
+
+    private func routeReport() -> RouteReport {
+        RouteReport(current: daemon.audio.policy.route, overridden: daemon.audio.policy.routeOverride != nil)
+    }
+
+    private func status() -> ControlStatus {
+        let policy = daemon.audio.policy
+        let curve = policy.configuration.curve
+        let granted = daemon.output?.granted ?? daemon.setup.output
+        let counters = daemon.outputCounters
+        let sessions = policy.sessions.map { record -> ControlStatus.Session in
+            let owner = credentials[record.client]
+            var pausedBy: String?
+            let state: String
+            switch record.state {
+            case .idle: state = "idle"
+            case .playing: state = "playing"
+            case .stopped: state = "stopped"
+            case .paused(let cause):
+                state = "paused"
+                pausedBy = cause.rawValue
+            }
+            return ControlStatus.Session(
+                id: record.id,
+                client: record.client,
+                pid: owner?.pid,
+                uid: owner?.uid,
+                gid: owner?.gid,
+                name: names[record.id],
+                configuration: record.configuration,
+                state: state,
+                pausedBy: pausedBy,
+                interruptedBy: record.interrupters,
+                sound: sounds[record.id]
+            )
+        }
+        return ControlStatus(
+            version: HushdCommand.version,
+            uptimeSeconds: daemon.elapsed(daemon.clock.now()),
+            silenceSwitch: policy.silenceSwitch,
+            jack: policy.jack,
+            route: policy.route,
+            routeOverridden: policy.routeOverride != nil,
+            systemVolume: policy.systemVolume,
+            systemGainDecibels: curve.decibels(at: policy.systemVolume),
+            ringerVolume: policy.ringerVolume,
+            ringerGainDecibels: curve.decibels(at: policy.ringerVolume),
+            buttonsControl: policy.buttonTarget,
+            secondaryAudioShouldBeSilenced: secondaryAudioHint,
+            sessions: sessions,
+            output: ControlStatus.Output(
+                pcm: daemon.outputDescription,
+                open: counters.open,
+                sampleRate: granted.sampleRate,
+                channels: granted.channels,
+                periodFrames: granted.periodFrames,
+                periods: granted.periods,
+                xruns: counters.underruns,
+                losses: counters.losses,
+                latencyMilliseconds: daemon.latencyMilliseconds
+            ),
+            clients: server.clients.count
+        )
+    }
+}

@@ -1,0 +1,234 @@
+import Foundation
+import HushALSA
+import HushAudioFile
+import HushCore
+import HushGPIO
+import HushInput
+import HushPolicy
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hushd` as a daemon: the configuration, the adapters, the policy and mixer, the output, the control socket,
+/// the console, the state file, the ALSA controls and systemd, wired and run until SIGTERM.
+enum DaemonCommand {
+    static let usage = """
+        usage: hushd [--config PATH | --board NAME] [--console DEVICE|stdio|none]
+
+        Runs hush: reads the silence switch, volume buttons and headphone jack, applies the
+        audio policy, mixes and plays, and serves clients on the control socket.
+
+          --config PATH    the configuration (default /etc/hush/hushd.toml; without it, and
+                           without --board, the built-in default board needs no hardware)
+          --board NAME     start from a board profile (board/profiles, /usr/share/hush/boards)
+          --console WHERE  the monitor's terminal: a serial device, stdio (this terminal),
+                           or none; default: [console] device, else stdio on a terminal
+        """
+
+    static func run(_ arguments: [String]) -> Int32 {
+        var options: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--help" || argument == "-h" {
+                print(usage)
+                return 0
+            }
+            guard ["--config", "--board", "--console"].contains(argument) else {
+                FileHandleOutput.standardError("hushd: unknown option '\(argument)'\n\(usage)")
+                return 64
+            }
+            guard index + 1 < arguments.count else {
+                FileHandleOutput.standardError("hushd: \(argument) needs a value\n\(usage)")
+                return 64
+            }
+            options[argument] = arguments[index + 1]
+            index += 2
+        }
+        let configuration: HushdConfiguration
+        do {
+            configuration = try HushdConfiguration.resolve(config: options["--config"], board: options["--board"])
+        } catch {
+            FileHandleOutput.standardError("hushd: the configuration cannot be used:\n\(error.description)")
+            return 1
+        }
+        // Under systemd, journald stamps lines itself; on a terminal, lines carry their time.
+        let router = LogRouter(
+            level: configuration.log.level,
+            timestamps: ProcessInfo.processInfo.environment["JOURNAL_STREAM"] == nil
+        )
+        LoggingSystem.bootstrap { DaemonLogHandler(label: $0, router: router) }
+        let logger = Logger(label: "hushd")
+        return DaemonRunner(configuration: configuration, router: router, console: options["--console"], logger: logger)
+            .run()
+    }
+}
+
+/// Builds the daemon from a configuration, runs it, and takes it down cleanly.
+final class DaemonRunner {
+    let configuration: HushdConfiguration
+    let router: LogRouter
+    let consoleChoice: String?
+    let logger: Logger
+
+    init(configuration: HushdConfiguration, router: LogRouter, console: String?, logger: Logger) {
+        self.configuration = configuration
+        self.router = router
+        consoleChoice = console
+        self.logger = logger
+    }
+
+    func run() -> Int32 {
+        let signals: SignalDescriptor
+        do {
+            signals = try SignalDescriptor()
+        } catch {
+            logger.critical("\(error.description)")
+            return 1
+        }
+        let notifier = SystemdNotifier(logger: logger)
+        let store = configuration.state.file.map {
+            StateStore(path: $0, interval: configuration.state.writeInterval, logger: logger)
+        }
+        let persisted = store?.load()
+        let daemon = Daemon(
+            setup: configuration.daemonSetup(persisted: persisted),
+            inputs: openInputs(),
+            clock: SystemClock(),
+            logger: logger
+        )
+        // The console first: start-up problems (a busy GPIO line, a missing card) should be on it.
+        let console = openConsole(daemon)
+        do {
+            try daemon.start()
+        } catch {
+            logger.critical("cannot start: \(error.description)")
+            console?.console.restoreTerminal()
+            return 1
+        }
+        if let store { daemon.participants.append(StateParticipant(store: store, daemon: daemon)) }
+        if let card = configuration.alsaControlsCard {
+            do {
+                let controls = try ALSAVolumeControls(
+                    card: card,
+                    values: HushControlValues(
+                        system: daemon.audio.policy.systemVolume,
+                        ringer: daemon.audio.policy.ringerVolume,
+                        silent: daemon.audio.policy.silenceSwitch == .silent
+                    ),
+                    curve: configuration.volume.curve,
+                    logger: logger
+                )
+                daemon.participants.append(VolumeControlsParticipant(controls: controls, daemon: daemon))
+            } catch {
+                logger.error("hushd's volumes will not show in amixer: \(error.description)")
+            }
+        }
+        let control: ControlParticipant
+        do {
+            control = try ControlParticipant(configuration: configuration.control, daemon: daemon)
+        } catch {
+            logger.critical("cannot open the control socket: \(error)")
+            daemon.shutDown()
+            console?.console.restoreTerminal()
+            return 1
+        }
+        daemon.participants.append(control)
+        if let console { daemon.participants.append(console) }
+        if let interval = notifier.watchdogInterval {
+            daemon.participants.append(
+                WatchdogParticipant(notifier: notifier, interval: interval, now: daemon.clock.now())
+            )
+        }
+        let summary = "\(daemon.outputDescription), socket \(configuration.control.socket)"
+        notifier.ready(status: "playing on \(summary)")
+        logger.notice("hushd \(HushdCommand.version) ready on board '\(configuration.board.name)': \(summary)")
+        let status = daemon.run(signals: signals)
+        notifier.stopping()
+        logger.notice("stopping: closing the socket and the output, saving the state")
+        control.close()
+        store?.flushNow()
+        daemon.shutDown()
+        console?.console.print("hushd stopped")
+        console?.console.restoreTerminal()
+        return status
+    }
+
+    /// Opens every configured input; one that fails is logged and left out (hushd runs without it rather than
+    /// not at all: the console says what is missing).
+    private func openInputs() -> [InputSource] {
+        var sources: [InputSource] = []
+        for input in configuration.gpioInputs {
+            do {
+                sources.append(try GPIOInputLine(input, logger: logger))
+            } catch {
+                logger.error("input left out: \(error.description)")
+            }
+        }
+        for input in configuration.evdevInputs {
+            do {
+                sources.append(try EvdevInputSource(input, logger: logger))
+            } catch {
+                logger.error("input left out: \(error.description)")
+            }
+        }
+        for input in configuration.alsaControlInputs {
+            do {
+                sources.append(try ALSAControlSource(input, logger: logger))
+            } catch {
+                logger.error("input left out: \(error.description)")
+            }
+        }
+        return sources
+    }
+
+    private func openConsole(_ daemon: Daemon) -> DaemonConsole? {
+        let standIns = !configuration.terminalInputs.isEmpty
+        // The built-in board's controls are keys on this terminal: read lines even from a pipe then.
+        let choice =
+            consoleChoice ?? configuration.console.device ?? (isatty(STDIN_FILENO) == 1 || standIns ? "stdio" : "none")
+        let serial: SerialConsole
+        do {
+            switch choice {
+            case "none":
+                return nil
+            case "stdio":
+                serial = try SerialConsole.standardIO(logger: logger)
+            default:
+                serial = try SerialConsole(device: choice, baud: configuration.console.baud, logger: logger)
+            }
+        } catch {
+            logger.error("no console: \(error.description)")
+            return nil
+        }
+        let console = DaemonConsole(
+            console: serial,
+            daemon: daemon,
+            standIns: standIns,
+            banner: banner(daemon, standIns: standIns),
+            logLevel: router.level
+        )
+        router.console = { [unowned serial] line in serial.print(line) }
+        return console
+    }
+
+    private func banner(_ daemon: Daemon, standIns: Bool) -> [String] {
+        let board = configuration.board
+        var lines = [
+            "hush \(HushdCommand.version) on board '\(board.name)'"
+                + (board.description.isEmpty ? "" : ": \(board.description)")
+        ]
+        let output = configuration.output
+        lines.append(
+            "output \(output.pcm), \(output.sampleRate) Hz, \(output.channels) ch, \(output.periodFrames)-frame periods; "
+                + "socket \(configuration.control.socket)"
+        )
+        if standIns {
+            lines.append("this terminal stands in for the controls: + - volume, ! silence switch, * headphones")
+        }
+        lines.append("type help for commands")
+        return lines
+    }
+}
