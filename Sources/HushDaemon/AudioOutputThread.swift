@@ -210,7 +210,12 @@ public final class AudioOutputThread: @unchecked Sendable {
         defer { buffer.deallocate() }
         var backoff = Duration.milliseconds(100)
         while running.load(ordering: .relaxed) {
-            if incoming.load(ordering: .relaxed) != 0 { acceptHandover() }
+            // A handover seen now was published after the commands that go with it (R5's pauses before the
+            // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
+            // there — and only the next period goes to the new device. So not a sample of a paused voice reaches
+            // the route it was moved away from.
+            let switching = incoming.load(ordering: .acquiring) != 0
+            if switching && playback == nil { acceptHandover() }
             guard let device = playback else {
                 sleepFor(backoff)
                 backoff = min(backoff * 2, .milliseconds(250))
@@ -242,6 +247,7 @@ public final class AudioOutputThread: @unchecked Sendable {
                 counters.writeErrors.add(1, ordering: .relaxed)
                 sleepFor(.milliseconds(10))
             }
+            if switching { acceptHandover() }
         }
     }
 
