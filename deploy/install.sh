@@ -70,7 +70,7 @@ if [ -z "$dest" ] && [ "$(id -u)" -ne 0 ]; then
 fi
 
 # The paths hushd and the unit expect. Board profiles live in /usr/share/hush/boards whatever the prefix: it is
-# on hushd's search path (BoardOutput.searchPath).
+# on hushd's search path (HushdConfiguration.boardSearchPath).
 bin="$prefix/bin"
 unit=/etc/systemd/system/hushd.service
 rules=/etc/udev/rules.d/99-hush.rules
