@@ -6,7 +6,7 @@
 #
 # Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check program
 # hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hushd and hushctl from beside it, when
-# built, and board/profiles/virtual.toml. A scenario NAME with an executable scenarios/NAME.after.sh passes only
+# built, and board/profiles/virtual.toml. A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
 # when that script, run on the host with the guest's second serial port log, passes too. A scenario that needs a payload file that is missing fails before booting and
 # says how to build it (see run.sh, '# vboard-payload:').
 set -uo pipefail
@@ -48,7 +48,7 @@ failed=0
 failures=()
 start=$(date +%s)
 for scenario in "${scenarios[@]}"; do
-    after="$here/scenarios/$scenario.after.sh"
+    after="$here/scenarios/$scenario.after"
     if "$here/run.sh" --scenario "$scenario" --payload "$payload" &&
         { [ ! -x "$after" ] || "$after" "$root/.build/virtual-board/logs/$scenario.ttyS1.log"; }; then
         passed=$((passed + 1))

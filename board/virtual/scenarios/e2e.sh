@@ -1,7 +1,7 @@
 # e2e: hushd end to end on the virtual board. hushd runs on the virtual profile (board/profiles/virtual.toml):
 # the silence switch and volume buttons on gpio-sim lines, "Headphone Jack" as an ALSA user control on the Loopback
 # card, output to snd-aloop, its console on /dev/ttyS1 (the host keeps it in logs/e2e.ttyS1.log and checks it
-# afterwards: board/virtual/scenarios/e2e.after.sh). hushctl clients play a tone per bus; hush-vboard-check drives
+# afterwards: board/virtual/scenarios/e2e.after). hushctl clients play a tone per bus; hush-vboard-check drives
 # the hardware and listens on the loopback's capture side.
 # vboard-payload: hush-vboard-check  build it with 'swift build --product hush-vboard-check'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
