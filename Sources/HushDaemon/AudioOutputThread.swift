@@ -156,7 +156,7 @@ public final class AudioOutputThread: @unchecked Sendable {
         let bits = outgoing.exchange(0, ordering: .acquiringAndReleasing)
         guard bits != 0 else { return }
         let box = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
-        box.device.close()
+        box.device?.close()
     }
 
     private func take(_ slot: borrowing Atomic<UInt>) -> (any PCMOutput)? {
@@ -173,8 +173,9 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// A device in transit between the control side and the audio thread.
     private final class Handover {
-        let device: any PCMOutput
-        let requested: PlaybackConfiguration
+        /// The device in transit; on the way back, the one let go of (nil if there was none).
+        var device: (any PCMOutput)?
+        var requested: PlaybackConfiguration
         init(device: any PCMOutput, requested: PlaybackConfiguration) {
             self.device = device
             self.requested = requested
@@ -189,15 +190,15 @@ public final class AudioOutputThread: @unchecked Sendable {
         guard incoming.compareExchange(expected: bits, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
             return
         }
-        let box = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!)
-        let handed = box.takeUnretainedValue()
-        if let old = playback {
-            let retired = Handover(device: old, requested: reopenConfiguration)
-            outgoing.store(UInt(bitPattern: Unmanaged.passRetained(retired).toOpaque()), ordering: .releasing)
-        }
-        playback = handed.device
-        reopenConfiguration = handed.requested
-        box.release()
+        // The same box carries the old device back: nothing is allocated or freed on this thread.
+        let handed = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+        let device = handed.device
+        let requested = handed.requested
+        handed.device = playback
+        handed.requested = reopenConfiguration
+        playback = device
+        reopenConfiguration = requested
+        outgoing.store(bits, ordering: .releasing)
         counters.handovers.add(1, ordering: .relaxed)
         engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
     }
