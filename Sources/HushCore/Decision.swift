@@ -85,6 +85,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     case stop(SessionID)
     /// Send output to this route.
     case selectRoute(Route)
+    /// Light or put out the alert light: the stand-in for a phone's vibration while the switch mutes an alert
+    /// (policy R16). The daemon drives `[outputs.alert_led]`.
+    case setAlertLight(Bool)
     /// Tell clients something.
     case notify(ClientEvent)
     /// Write these volumes to the state file.
@@ -102,6 +105,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .pause(let id): "pause \(id)"
         case .stop(let id): "stop \(id)"
         case .selectRoute(let route): "select route \(route)"
+        case .setAlertLight(let on): "alert light \(on ? "on" : "off")"
         case .notify(let event): "notify: \(event)"
         case .persist(let volumes):
             "persist volumes (system "

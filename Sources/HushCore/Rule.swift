@@ -1,7 +1,7 @@
 /// Every behaviour rule of the policy, named once. The same identifiers appear in the reason of every decision,
 /// in the logs, in docs/policy.md and in the test that proves the rule.
 ///
-/// R1–R15 are the rules; M1–M9 decide what happens where two rules meet.
+/// R1–R16 are the rules; M1–M9 decide what happens where two rules meet.
 public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     case r1 = "R1"
     case r2 = "R2"
@@ -18,6 +18,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r13 = "R13"
     case r14 = "R14"
     case r15 = "R15"
+    case r16 = "R16"
     case m1 = "M1"
     case m2 = "M2"
     case m3 = "M3"
@@ -46,6 +47,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r13: "route-override"
         case .r14: "secondary-audio-hint"
         case .r15: "session-requests"
+        case .r16: "silent-alert-light"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

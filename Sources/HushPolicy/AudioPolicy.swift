@@ -32,6 +32,7 @@ public struct AudioPolicy: Sendable {
     private var emittedBusGains: [Bus: Gain] = [:]
     private var emittedButtonTarget: VolumeKind?
     private var emittedHint = false
+    private var emittedAlertLight = false
 
     /// A policy that starts from `persisted` volumes (or the defaults), capped per R12.
     public init(configuration: PolicyConfiguration, persisted: PersistedVolumes?) {
@@ -62,6 +63,14 @@ public struct AudioPolicy: Sendable {
 
     /// When the policy next needs `.timePassed` (a held button's repeat), or nil.
     public var nextDeadline: Instant? { held?.nextRepeat }
+
+    /// Whether the alert light should be lit (R16): a ringer-bus session is playing, not interrupted, and muted by
+    /// the silence switch — a ring the person would otherwise hear.
+    public var alertLight: Bool {
+        sessions.contains { session in
+            session.configuration.bus == .ringer && session.isPlaying && !session.isInterrupted && isSilenced(session)
+        }
+    }
 
     /// The session with `id`, if active.
     public func session(_ id: SessionID) -> SessionRecord? { sessions.first { $0.id == id } }
@@ -754,8 +763,8 @@ public struct AudioPolicy: Sendable {
 
     // MARK: - Derived state: gains, buttons, hint
 
-    /// Brings the engine's session gains, the buttons' target and the secondary-audio hint in line with the
-    /// state, sending only what changed.
+    /// Brings the engine's session gains, the buttons' target, the secondary-audio hint and the alert light in
+    /// line with the state, sending only what changed.
     private mutating func reconcile(_ out: inout [Decision], trigger: Trigger) {
         let duckers = sessions.filter(isDucking)
         for index in sessions.indices {
@@ -824,6 +833,21 @@ public struct AudioPolicy: Sendable {
                         : "no non-mixable playback is sounding"
                 )
             )
+        }
+
+        let light = alertLight
+        if light != emittedAlertLight {
+            emittedAlertLight = light
+            let ringing = sessions.first { $0.configuration.bus == .ringer && $0.isPlaying && !$0.isInterrupted }
+            let why: String
+            if light, let ringing {
+                why = "\(ringing.id) rings on the ringer bus, muted by the silence switch: the light shows it instead"
+            } else if let ringing, silenceSwitch == .ring {
+                why = "silence off: \(ringing.id) is heard again"
+            } else {
+                why = "no muted alert is ringing any more"
+            }
+            out.append(Decision(.setAlertLight(light), rule: .r16, reason: why))
         }
     }
 

@@ -14,6 +14,8 @@ public struct RecordingEngine: Sendable {
     /// Sessions whose client was told their interruption began and not yet that it ended.
     public private(set) var interrupted: Set<SessionID> = []
     public private(set) var route: Route?
+    /// Whether the alert light is lit (R16).
+    public private(set) var alertLight = false
     public private(set) var notifications: [ClientEvent] = []
     public private(set) var persisted: PersistedVolumes?
     public private(set) var rejections: [Rejection] = []
@@ -38,6 +40,7 @@ public struct RecordingEngine: Sendable {
         case .stop(let id):
             playing.remove(id)
         case .selectRoute(let route): self.route = route
+        case .setAlertLight(let on): alertLight = on
         case .notify(let event):
             notifications.append(event)
             switch event {

@@ -111,6 +111,13 @@ struct InvariantTests {
                 #expect(board.engine.gain(of: session.id) == expected, "\(session.id): \(context)")
             }
 
+            // The alert light is lit exactly while a ring the switch mutes is playing (R16).
+            let mutedRing = policy.sessions.contains {
+                $0.configuration.bus == .ringer && $0.isPlaying && !$0.isInterrupted && silent
+                    && $0.configuration.category.isSilencedBySwitch
+            }
+            #expect(board.engine.alertLight == mutedRing, context)
+
             // After an unplug no playback session plays until something resumes it explicitly.
             if case .input(.headphones(.unplugged, _)) = event, decisions.contains(where: { $0.rule == .r5 }) {
                 let playback = policy.sessions.filter { $0.configuration.category == .playback }
@@ -132,7 +139,7 @@ struct InvariantTests {
         let decisions = Self.run(seed: seed, count: Self.eventsPerSeed)
         // The sequences must actually reach the interesting rules, or the test proves little.
         let reached = Set(decisions.map(\.rule))
-        for rule in [Rule.r1, .r3, .r4, .r5, .r6, .r7, .r8, .r9, .r10, .r11, .r13, .r14, .r15] {
+        for rule in [Rule.r1, .r3, .r4, .r5, .r6, .r7, .r8, .r9, .r10, .r11, .r13, .r14, .r15, .r16] {
             #expect(reached.contains(rule), "seed \(seed) never exercised \(rule)")
         }
     }

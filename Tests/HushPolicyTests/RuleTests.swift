@@ -729,3 +729,66 @@ struct R15SessionRequests {
         #expect(board.policy.sessions.isEmpty)
     }
 }
+
+@Suite("R16 silent-alert-light")
+struct R16SilentAlertLight {
+    /// The alert light's commands, in order.
+    static func lights(_ decisions: [Decision]) -> [Bool] {
+        decisions.compactMap { if case .setAlertLight(let on) = $0.command, $0.rule == .r16 { on } else { nil } }
+    }
+
+    @Test("a ringtone muted by the switch lights it; stopping the ring puts it out")
+    func mutedRing() {
+        var board = PolicyHarness()
+        board.input(.silenceSwitch(.silent))
+        board.activate(1, .ringer, .soloAmbient)
+        #expect(Self.lights(board.play(1)) == [true])
+        #expect(board.engine.alertLight)
+        #expect(Self.lights(board.send(.stop(SessionID(1)))) == [false])
+        #expect(!board.engine.alertLight)
+    }
+
+    @Test("the switch moved during the ring: on when silenced, off when heard again")
+    func switchDuringRing() {
+        var board = PolicyHarness()
+        board.activate(1, .ringer, .soloAmbient)
+        #expect(Self.lights(board.play(1)).isEmpty)
+        #expect(Self.lights(board.input(.silenceSwitch(.silent))) == [true])
+        let off = board.input(.silenceSwitch(.ring))
+        #expect(Self.lights(off) == [false])
+        #expect(off.contains { $0.rule == .r16 && $0.reason.contains("heard again") })
+    }
+
+    @Test(
+        "what never lights it",
+        arguments: [
+            ("an alarm (playback on the ringer bus)", Bus.ringer, HushCore.Category.playback),
+            ("music", Bus.music, HushCore.Category.playback),
+            ("an effect", Bus.effect, HushCore.Category.ambient),
+        ]
+    )
+    func neverLit(_ what: String, bus: Bus, category: HushCore.Category) {
+        var board = PolicyHarness()
+        board.input(.silenceSwitch(.silent))
+        board.activate(1, bus, category)
+        #expect(Self.lights(board.play(1)).isEmpty, "\(what)")
+        #expect(!board.engine.alertLight, "\(what)")
+    }
+
+    @Test("a paused, deactivated or vanished ring puts it out")
+    func endings() {
+        for ending in 0..<3 {
+            var board = PolicyHarness()
+            board.input(.silenceSwitch(.silent))
+            board.activate(1, .ringer, .soloAmbient)
+            board.play(1)
+            let decisions: [Decision]
+            switch ending {
+            case 0: decisions = board.pause(1)
+            case 1: decisions = board.deactivate(1, notifyOthers: true)
+            default: decisions = board.send(.clientGone(ClientID(1)))
+            }
+            #expect(Self.lights(decisions) == [false], "ending \(ending)")
+        }
+    }
+}
