@@ -213,22 +213,43 @@ public final class AudioController {
         }
     }
 
-    private func detachSound(of session: SessionID) {
-        guard mixer.attachedSessions.contains(session) else { return }
-        mixer.detach(session)
+    /// Drops the session's sound. A session that stays (a new sound replaces the old) keeps the gain the policy
+    /// gave it — silenced, ducked — so the new sound starts at it; a session that is gone is forgotten.
+    private func detachSound(of session: SessionID, sessionGone: Bool = false) {
+        if sessionGone {
+            mixer.detach(session)
+        } else {
+            guard mixer.attachedSessions.contains(session) else { return }
+            mixer.releaseSlot(of: session)
+        }
         if let stream = streams.removeValue(forKey: session) { retiring.append(stream.streamer) }
     }
 
-    /// The real path of `requested` when it lies inside a sound directory; an error naming both otherwise.
+    /// The real path of `requested` when it is a regular file inside a sound directory; an error naming both
+    /// otherwise.
     private func permitted(_ requested: String) throws(SoundError) -> String {
         guard let directories = soundDirectories else { return requested }
-        guard let real = Self.realPath(requested) else {
-            throw SoundError(description: "cannot use sound file '\(requested)': \(String(cString: strerror(errno)))")
+        func inside(_ path: String) -> Bool {
+            directories.contains { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }
         }
-        guard directories.contains(where: { real.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else {
+        let outside = SoundError(
+            description: "cannot use sound file '\(requested)': it is outside the sound directories ("
+                + directories.joined(separator: ", ") + "); see [sounds] directories in the configuration"
+        )
+        guard let real = Self.realPath(requested) else {
+            let reason = String(cString: strerror(errno))
+            // A path that does not resolve is "outside" unless it names a place inside: a client must not learn
+            // which files exist elsewhere on the machine from the difference between the two answers.
+            guard inside(requested), !requested.split(separator: "/").contains("..") else { throw outside }
+            throw SoundError(description: "cannot use sound file '\(requested)': \(reason)")
+        }
+        guard inside(real) else { throw outside }
+        // A FIFO or a device would block hushd's loop in open() or read() for as long as no one writes to it.
+        var info = stat()
+        guard stat(real, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw SoundError(
-                description: "cannot use sound file '\(requested)': it is outside the sound directories ("
-                    + directories.joined(separator: ", ") + "); see [sounds] directories in the configuration"
+                description: "cannot use sound file '\(requested)': it is not a regular file (a directory, FIFO or "
+                    + "device); sound files must be ordinary files"
             )
         }
         return real
@@ -265,8 +286,8 @@ public final class AudioController {
             mixer.apply(decision.command)
         }
         // Sessions the policy no longer knows (deactivated, their client gone) give their voices back.
-        for session in mixer.attachedSessions where policy.session(session) == nil {
-            detachSound(of: session)
+        for session in mixer.knownSessions where policy.session(session) == nil {
+            detachSound(of: session, sessionGone: true)
         }
         if !made.isEmpty { onDecisions(made, cause, time) }
     }

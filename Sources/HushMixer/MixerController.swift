@@ -30,6 +30,9 @@ public final class MixerController {
 
     public init(engine: MixerEngine) { self.engine = engine }
 
+    /// Every session the controller holds something for: a voice, or a gain set before its sound came.
+    public var knownSessions: Set<SessionID> { Set(slots.keys).union(gains.keys) }
+
     /// The sessions that have a sound attached.
     public var attachedSessions: [SessionID] { slots.keys.sorted() }
 
@@ -81,9 +84,10 @@ public final class MixerController {
         !rings.values.contains { $0.storage == ring.storage }
     }
 
-    /// Frees whatever `session` had and gives it a voice slot no one uses or is releasing.
+    /// Frees whatever `session` had and gives it a voice slot no one uses or is releasing. The session's gain stays:
+    /// the policy set it at activation (silenced under the switch, ducked), before any sound was attached.
     private func claimSlot(for session: SessionID) throws(AttachError) -> Int32 {
-        detach(session)
+        releaseSlot(of: session)
         let used = Set(slots.values).union(releasing)
         guard let slot = (0..<Int32(engine.voiceCount)).first(where: { !used.contains($0) }) else {
             throw AttachError(description: "all \(engine.voiceCount) voices are in use")
@@ -95,6 +99,11 @@ public final class MixerController {
     /// Takes `session`'s sound away; its buffer is freed once the engine confirms.
     public func detach(_ session: SessionID) {
         gains[session] = nil
+        releaseSlot(of: session)
+    }
+
+    /// Takes `session`'s sound away but keeps its gain, for a session that stays and gets another sound.
+    public func releaseSlot(of session: SessionID) {
         guard let slot = slots.removeValue(forKey: session) else { return }
         releasing.insert(slot)
         send(.release(voice: slot))
@@ -119,7 +128,7 @@ public final class MixerController {
         case .stop(let session):
             guard let slot = slots[session] else { return }
             send(.stop(voice: slot, fadeFrames: format.frames(resumeFade)))
-        case .selectRoute, .notify, .persist, .reject, .note:
+        case .selectRoute, .setAlertLight, .notify, .persist, .reject, .note:
             break
         }
     }

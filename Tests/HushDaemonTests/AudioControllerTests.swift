@@ -55,6 +55,47 @@ struct AudioControllerTests {
         #expect(controller.sessionsWithSound.isEmpty)
     }
 
+    /// hushctl and the console activate a session first and attach its sound after: the sound must start at the
+    /// gain the policy gave the session then (silenced by the switch, R1), and keep it when it is replaced.
+    @Test("a ringtone activated under the silence switch is silent from its first sample, also when replaced")
+    func silencedBeforeAttach() throws {
+        let controller = Self.controller()
+        controller.start(at: .zero)
+        controller.handle(.input(.silenceSwitch(.silent)), at: .zero)
+        let ring = SessionID(1)
+        controller.handle(.activate(ring, client: ClientID(1), .init(bus: .ringer, category: .soloAmbient)), at: .zero)
+        func render(_ frames: Int) -> [Int16] {
+            var pcm = [Int16](repeating: 0, count: frames * 2)
+            for period in 0..<(frames / 64) {
+                pcm.withUnsafeMutableBytes {
+                    controller.engine.render(
+                        frames: 64,
+                        into: $0.baseAddress! + period * 64 * 4,
+                        sampleFormat: .s16LE
+                    )
+                }
+            }
+            return pcm
+        }
+        try controller.attach(.tone(1500), to: ring, loop: true)
+        controller.handle(.play(ring), at: .milliseconds(10))
+        #expect(render(4800).allSatisfy { $0 == 0 }, "the muted ring leaked")
+        controller.handle(.pause(ring), at: .milliseconds(15))
+        try controller.attach(.tone(1000), to: ring, loop: true)
+        controller.handle(.play(ring), at: .milliseconds(20))
+        #expect(render(4800).allSatisfy { $0 == 0 }, "the replaced sound leaked")
+        controller.handle(.input(.silenceSwitch(.ring)), at: .milliseconds(30))
+        // About 1100 at peak: a half-scale tone at ringer step 10.
+        #expect(render(4800).contains { abs($0) > 500 }, "silence off: the ring is heard")
+        // A session that is gone leaves nothing behind in the mixer, not even a gain.
+        let idle = SessionID(2)
+        controller.handle(.input(.silenceSwitch(.silent)), at: .milliseconds(40))
+        controller.handle(.activate(idle, client: ClientID(2), .init(bus: .effect, category: .ambient)), at: .zero)
+        controller.handle(.clientGone(ClientID(2)), at: .milliseconds(50))
+        controller.handle(.deactivate(ring, notifyOthers: false), at: .milliseconds(60))
+        #expect(controller.mixer.knownSessions.isEmpty, "\(controller.mixer.knownSessions)")
+    }
+
     @Test("a sound inside is played; a missing one is named")
     func inside() throws {
         let controller = Self.controller()

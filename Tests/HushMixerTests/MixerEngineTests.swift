@@ -94,6 +94,33 @@ struct RampTests {
         #expect(splatter <= toneLevel - 60, "energy above 4 kHz \(splatter) dBFS vs tone \(toneLevel) dBFS")
     }
 
+    /// The daemon activates a session (the policy sets its gain: silent under the switch, R1; ducked, R7) and only
+    /// then attaches its sound; attaching again (a new file for the same session) must keep the gain too.
+    @Test(
+        "a gain set before the sound is attached applies from its first sample",
+        arguments: [Gain.silent, Gain(decibels: -14)]
+    )
+    func gainBeforeAttach(gain: Gain) throws {
+        let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 1, maxFrames: 64))
+        let controller = MixerController(engine: engine)
+        controller.apply(.setSessionGain(SessionID(1), gain, ramp: .zero))
+        try controller.attach(SessionID(1), bus: .ringer, buffer: tone(1000), loop: true)
+        controller.apply(.resume(SessionID(1)))
+        var out = renderFloat(engine, seconds: 0.5) { _ in _ = controller.poll() }
+        try controller.attach(SessionID(1), bus: .ringer, buffer: tone(1000), loop: true)
+        controller.apply(.resume(SessionID(1)))
+        out += renderFloat(engine, seconds: 0.5) { _ in _ = controller.poll() }
+        let expected = 20 * log10(0.5) + Double(gain.decibels)
+        for (name, range) in [("first sound", 0..<24000), ("sound attached again", 24000..<48000)] {
+            let level = ToneAnalysis.level(of: 1000, in: out[range], sampleRate: 48000)
+            if gain == .silent {
+                #expect(out[range].allSatisfy { $0 == 0 }, "\(name): a silenced session leaks \(level) dBFS")
+            } else {
+                #expect(abs(level - expected) < 0.1, "\(name): \(level) dBFS, expected \(expected)")
+            }
+        }
+    }
+
     @Test("a ducked voice settles 14 dB lower")
     func duckDepth() throws {
         let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 1, maxFrames: 64))
