@@ -14,7 +14,18 @@ public final class ALSAUserControl {
     private let control: ControlHandle
     private let numid: UInt32
 
-    public init(card: String, element: ALSAElementName, initial: Bool = false) throws(HardwareError) {
+    /// Adds the control with `count` values (channels: a stereo switch has 2), each set to `initial`.
+    ///
+    /// The kernel locks a new user control to the handle that added it: only this object can write it (a codec's
+    /// "Headphone Jack" is read-only to others too). `writableByOthers` gives that lock up, as for a codec's mixer
+    /// switch that other programs — hushd's routes, amixer — set.
+    public init(
+        card: String,
+        element: ALSAElementName,
+        initial: Bool = false,
+        count: Int = 1,
+        writableByOthers: Bool = false
+    ) throws(HardwareError) {
         self.element = element
         control = try ControlHandle(card: card, nonblocking: false)
         var id: OpaquePointer?
@@ -31,10 +42,11 @@ public final class ALSAUserControl {
         snd_ctl_elem_id_set_interface(id, element.interface.raw)
         snd_ctl_elem_id_set_name(id, element.name)
         snd_ctl_elem_id_set_index(id, element.index)
-        var result = snd_ctl_elem_add_boolean(control.handle, id, 1)
+        let values = UInt32(max(count, 1))
+        var result = snd_ctl_elem_add_boolean(control.handle, id, values)
         if result == -EBUSY {
             _ = snd_ctl_elem_remove(control.handle, id)
-            result = snd_ctl_elem_add_boolean(control.handle, id, 1)
+            result = snd_ctl_elem_add_boolean(control.handle, id, values)
         }
         guard result == 0, let numid = control.numid(of: element) else {
             throw HardwareError(
@@ -45,7 +57,18 @@ public final class ALSAUserControl {
             )
         }
         self.numid = numid
-        try control.writeBoolean(numid: numid, initial)
+        try control.writeInteger(numid: numid, initial ? 1 : 0, channels: Int(values))
+        if writableByOthers {
+            let unlocked = control.lockElement(numid: numid, lock: false)
+            guard unlocked == 0 else {
+                throw HardwareError(
+                    operation: "unlock control \(element) on",
+                    device: control.title,
+                    errno: -unlocked,
+                    message: ALSAErrors.message(unlocked)
+                )
+            }
+        }
     }
 
     /// Sets the control's value; subscribers see a value event.

@@ -534,6 +534,46 @@ public final class ALSAElementClient {
         return gain == SND_CTL_TLV_DB_GAIN_MUTE ? nil : Float(gain) / 100
     }
 
+    /// Sets every channel of a switch or integer element to `value`, as `amixer cset name=… on` does: a route's
+    /// mixer switches ("Speaker Playback Switch" off for headphones). The value is checked against the element's
+    /// type and range first, so a wrong configuration is named rather than clamped by the driver.
+    public func set(_ element: ALSAElementName, to value: Int) throws(HardwareError) {
+        let numid = try numid(element)
+        guard let info = control.elementInfo(element) else { throw notFound(element) }
+        let problem: String? =
+            if !info.isBoolean && !info.isInteger {
+                "it is neither a switch nor an integer control"
+            } else if !info.isWritable {
+                "it is read-only"
+            } else if value < info.minimum || value > info.maximum {
+                info.isBoolean
+                    ? "a switch takes on or off, not \(value)"
+                    : "\(value) is outside its range \(info.minimum)…\(info.maximum)"
+            } else {
+                nil
+            }
+        if let problem {
+            throw HardwareError(operation: "set control \(element) on", device: control.title, message: problem)
+        }
+        do {
+            try control.writeInteger(numid: numid, value, channels: Int(info.count))
+        } catch let error where error.errno == EPERM && info.ownerPID > 0 && !info.isOwnLock {
+            throw HardwareError(
+                operation: "set control \(element) on",
+                device: control.title,
+                errno: EPERM,
+                message: "it is locked by process \(info.ownerPID)"
+            )
+        }
+    }
+
+    /// Every channel's value of the element (booleans as 0 or 1).
+    public func readAll(_ element: ALSAElementName) throws(HardwareError) -> [Int] {
+        let numid = try numid(element)
+        let count = control.elementInfo(element).map { Int($0.count) } ?? 1
+        return try control.readIntegers(numid: numid, channels: count)
+    }
+
     /// Removes a user element from the card (`amixer` cannot; other programs can, when it is not locked).
     public func remove(_ element: ALSAElementName) throws(HardwareError) {
         let result = control.removeElement(numid: try numid(element))
@@ -548,15 +588,17 @@ public final class ALSAElementClient {
     }
 
     private func numid(_ element: ALSAElementName) throws(HardwareError) -> UInt32 {
-        guard let info = control.elementInfo(element) else {
-            throw HardwareError(
-                operation: "find control \(element) on",
-                device: control.title,
-                errno: ENOENT,
-                message: "no such control; controls present: " + ControlHandle.describe(control.elementNames())
-            )
-        }
+        guard let info = control.elementInfo(element) else { throw notFound(element) }
         return info.numid
+    }
+
+    private func notFound(_ element: ALSAElementName) -> HardwareError {
+        HardwareError(
+            operation: "find control \(element) on",
+            device: control.title,
+            errno: ENOENT,
+            message: "no such control; controls present: " + ControlHandle.describe(control.elementNames())
+        )
     }
 }
 
@@ -657,6 +699,11 @@ extension ControlHandle {
 
     /// The first value of an integer or boolean element.
     func readInteger(numid: UInt32) throws(HardwareError) -> Int {
+        try readIntegers(numid: numid, channels: 1)[0]
+    }
+
+    /// The first `channels` values of an integer or boolean element.
+    func readIntegers(numid: UInt32, channels: Int) throws(HardwareError) -> [Int] {
         var value: OpaquePointer?
         snd_ctl_elem_value_malloc(&value)
         defer { snd_ctl_elem_value_free(value) }
@@ -681,11 +728,11 @@ extension ControlHandle {
                 message: ALSAErrors.message(result)
             )
         }
-        return snd_ctl_elem_value_get_integer(value, 0)
+        return (0..<max(channels, 1)).map { snd_ctl_elem_value_get_integer(value, UInt32($0)) }
     }
 
-    /// Writes the first value of an integer or boolean element (both are `long` in the value).
-    func writeInteger(numid: UInt32, _ newValue: Int) throws(HardwareError) {
+    /// Writes the first `channels` values of an integer or boolean element (both are `long` in the value).
+    func writeInteger(numid: UInt32, _ newValue: Int, channels: Int = 1) throws(HardwareError) {
         var value: OpaquePointer?
         snd_ctl_elem_value_malloc(&value)
         defer { snd_ctl_elem_value_free(value) }
@@ -700,7 +747,7 @@ extension ControlHandle {
         let result: Int32 =
             withID(numid: numid) { id in
                 snd_ctl_elem_value_set_id(value, id)
-                snd_ctl_elem_value_set_integer(value, 0, newValue)
+                for channel in 0..<max(channels, 1) { snd_ctl_elem_value_set_integer(value, UInt32(channel), newValue) }
                 return snd_ctl_elem_write(handle, value)
             } ?? -ENOMEM
         guard result >= 0 else {

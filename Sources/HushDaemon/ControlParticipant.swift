@@ -40,8 +40,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         server.handler = self
         daemon.decisionSinks.append { [unowned self] batch in publish(batch) }
         daemon.finishedSinks.append { [unowned self] session in
-            let owner = daemon.audio.policy.session(session)?.client
-            server.send(.sessionFinished(session), toSubscribersAnd: owner)
+            let owner = self.daemon.audio.policy.session(session)?.client
+            self.server.send(.sessionFinished(session), toSubscribersAnd: owner)
         }
     }
 

@@ -109,6 +109,12 @@ final class DaemonRunner {
             return 1
         }
         if let store { daemon.participants.append(StateParticipant(store: store, daemon: daemon)) }
+        let routeSwitches = RouteSwitches(
+            switches: configuration.routes.mapValues(\.switches),
+            daemon: daemon,
+            setter: RouteSwitches.alsa
+        )
+        let alertLight = openAlertLight(daemon)
         if let card = configuration.alsaControlsCard {
             do {
                 let controls = try ALSAVolumeControls(
@@ -151,6 +157,8 @@ final class DaemonRunner {
         control.close()
         store?.flushNow()
         daemon.shutDown()
+        alertLight?.set(false)
+        _ = routeSwitches
         console?.console.print("hushd stopped")
         console?.console.restoreTerminal()
         return status
@@ -182,6 +190,18 @@ final class DaemonRunner {
             }
         }
         return sources
+    }
+
+    /// The alert light, when the board has one; a line that cannot be had is logged and left out.
+    private func openAlertLight(_ daemon: Daemon) -> AlertLight? {
+        guard let settings = configuration.outputs[.alertLED] else { return nil }
+        do {
+            let line = try GPIOOutputLine(chip: settings.chip, line: settings.line, activeLow: settings.activeLow)
+            return AlertLight(line: line, daemon: daemon)
+        } catch {
+            logger.error("no alert light: \(error.description)")
+            return nil
+        }
     }
 
     private func openConsole(_ daemon: Daemon) -> DaemonConsole? {

@@ -31,20 +31,25 @@ public final class DaemonConsole: LoopParticipant {
         self.standIns = standIns
         self.banner = banner
         self.logLevel = logLevel
+        // The closures reach the console and the daemon through `self` (unowned): the parameters of the same names
+        // would be captured strongly, and the daemon and the console would keep each other alive.
         console.onConnect = { [unowned self] in
-            for line in banner { console.print(line) }
-            lastStatusLine = MonitorText.statusLine(of: daemon)
-            console.print(lastStatusLine)
+            for line in self.banner { self.console.print(line) }
+            lastStatusLine = MonitorText.statusLine(of: self.daemon)
+            self.console.print(lastStatusLine)
         }
         daemon.decisionSinks.append { [unowned self] batch in
-            console.print(MonitorText.lines(for: batch).joined(separator: "\n"))
+            self.console.print(MonitorText.lines(for: batch).joined(separator: "\n"))
             printStatusIfChanged()
         }
-        daemon.problemSinks.append { [unowned self] problem in console.print("problem: \(problem)") }
+        daemon.problemSinks.append { [unowned self] problem in self.console.print("problem: \(problem)") }
         daemon.finishedSinks.append { [unowned self] session in
-            guard daemon.audio.policy.session(session)?.client == Self.client else { return }
+            guard self.daemon.audio.policy.session(session)?.client == Self.client else { return }
             // A sound played from here that ended: its session is done.
-            daemon.handle(.deactivate(session, notifyOthers: true), cause: "\(session) (console) finished playing")
+            self.daemon.handle(
+                .deactivate(session, notifyOthers: true),
+                cause: "\(session) (console) finished playing"
+            )
         }
     }
 

@@ -18,7 +18,9 @@ final class StateParticipant: LoopParticipant {
         self.daemon = daemon
         daemon.decisionSinks.append { [unowned self] batch in
             for decision in batch.decisions {
-                if case .persist(let volumes) = decision.command { store.save(volumes, now: daemon.clock.now()) }
+                if case .persist(let volumes) = decision.command {
+                    self.store.save(volumes, now: self.daemon.clock.now())
+                }
             }
         }
     }
@@ -92,5 +94,87 @@ final class WatchdogParticipant: LoopParticipant {
         guard now >= next else { return }
         notifier.watchdog()
         next = now + interval
+    }
+}
+
+/// A route's mixer switches (`[routes.NAME] switches`), set in order whenever the policy selects the route, and
+/// once at start-up for the route hushd starts on: headphones turn the speaker amplifier's switch off, the speaker
+/// turns it back on.
+///
+/// A switch that cannot be set is logged, naming the route, card and control, and the rest are still set: sound
+/// on the wrong amplifier is better than none. The next selection of the route tries again.
+final class RouteSwitches {
+    typealias Setter = (HushdConfiguration.MixerSwitch) throws(HardwareError) -> Void
+    let switches: [Route: [HushdConfiguration.MixerSwitch]]
+    unowned let daemon: Daemon
+    private let setter: Setter
+
+    init(switches: [Route: [HushdConfiguration.MixerSwitch]], daemon: Daemon, setter: @escaping Setter) {
+        self.switches = switches.filter { !$0.value.isEmpty }
+        self.daemon = daemon
+        self.setter = setter
+        daemon.decisionSinks.append { [unowned self] batch in
+            for decision in batch.decisions {
+                if case .selectRoute(let route) = decision.command { apply(route) }
+            }
+        }
+        apply(daemon.audio.policy.route)
+    }
+
+    /// The real switches: each through its card's control interface, as `amixer cset` would.
+    static func alsa(_ mixerSwitch: HushdConfiguration.MixerSwitch) throws(HardwareError) {
+        try ALSAElementClient(card: mixerSwitch.card).set(mixerSwitch.element, to: mixerSwitch.value)
+    }
+
+    func apply(_ route: Route) {
+        for mixerSwitch in switches[route] ?? [] {
+            let what = "\(mixerSwitch.element) on card '\(mixerSwitch.card)'"
+            do {
+                try setter(mixerSwitch)
+                daemon.logger.info("route \(route): \(what) \(Self.describe(mixerSwitch))")
+            } catch {
+                daemon.logger.error(
+                    "route \(route): \(what) left as it was (wanted \(Self.describe(mixerSwitch))): \(error.description)"
+                )
+                for sink in daemon.problemSinks { sink("route \(route): \(error.description)") }
+            }
+        }
+    }
+
+    static func describe(_ mixerSwitch: HushdConfiguration.MixerSwitch) -> String {
+        mixerSwitch.element.name.hasSuffix("Switch")
+            ? (mixerSwitch.value == 0 ? "off" : "on") : "set to \(mixerSwitch.value)"
+    }
+}
+
+/// The alert light (`[outputs.alert_led]`), lit and put out as the policy decides (R16). Put out when hushd stops,
+/// so a light left on means hushd is still running.
+final class AlertLight {
+    let line: any OutputLine
+    unowned let daemon: Daemon
+    private(set) var lit = false
+    private var failing = false
+
+    init(line: any OutputLine, daemon: Daemon) {
+        self.line = line
+        self.daemon = daemon
+        daemon.decisionSinks.append { [unowned self] batch in
+            for decision in batch.decisions {
+                if case .setAlertLight(let on) = decision.command { set(on) }
+            }
+        }
+        set(daemon.audio.policy.alertLight)
+    }
+
+    func set(_ on: Bool) {
+        do {
+            try line.set(on)
+            lit = on
+            if failing { daemon.logger.notice("\(line.name): the alert light works again") }
+            failing = false
+        } catch {
+            if !failing { daemon.logger.error("alert light: \(error.description)") }
+            failing = true
+        }
     }
 }
