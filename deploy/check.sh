@@ -57,6 +57,21 @@ if [ -s "$work/security.err" ]; then
     sed 's/^/    /' "$work/security.err"
 fi
 
+# 1b. Privileges (issue 6 §5, docs/security.md): hushd runs as the hush user, and no capability is granted but
+#     CAP_SYS_NICE (none is: real time comes from LimitRTPRIO). The score alone would not notice a capability
+#     added for convenience.
+privileges_ok=1
+grep -qx 'User=hush' "$unit" || { fail "hushd.service must run as User=hush"; privileges_ok=0; }
+grep -qx 'NoNewPrivileges=yes' "$unit" || { fail "hushd.service must set NoNewPrivileges=yes"; privileges_ok=0; }
+for key in CapabilityBoundingSet AmbientCapabilities; do
+    value="$(grep "^$key=" "$unit" | tail -1 | cut -d= -f2-)"
+    if ! grep -q "^$key=" "$unit" || { [ -n "$value" ] && [ "$value" != "CAP_SYS_NICE" ]; }; then
+        fail "hushd.service: $key=${value:-(unset)}; allowed: empty or CAP_SYS_NICE"
+        privileges_ok=0
+    fi
+done
+[ "$privileges_ok" -eq 1 ] && echo "PASS hushd.service runs as hush, no capabilities, no new privileges"
+
 # 2. The udev rule: `udevadm verify` (systemd 254 and later), else `udevadm test` reading only this rule from a
 #    private mount of /run/udev/rules.d, so the running udev never sees it. Unknown groups are expected here (the
 #    host may have no gpio group; sysusers makes it on the board).

@@ -95,13 +95,22 @@ public enum SoundFile {
         }
         let buffer = Int(read) == decoded.frameCount ? decoded : decoded.prefix(frames: Int(read))
         guard Int(info.samplerate) != sampleRate else { return buffer }
-        return try resample(
+        let converted = try resample(
             buffer.interleaved,
             channels: channels,
             from: Int(info.samplerate),
             to: sampleRate,
             path: path
         )
+        // A frame or two at a higher rate can convert to nothing; an empty sound is refused like one that held
+        // no audio (found by Fuzz/, fuzz-soundfile).
+        guard converted.frameCount > 0 else {
+            throw SoundFileError(
+                path: path,
+                reason: "its \(read) frames at \(info.samplerate) Hz are too short to play at \(sampleRate) Hz"
+            )
+        }
+        return converted
     }
 
     /// How long `path` plays, in seconds, from its header (without decoding): to choose between holding a sound

@@ -108,6 +108,16 @@ struct ConfigurationNode: Sendable {
 
     /// Parses `text`, or throws the syntax error with its line and column.
     static func parse(_ text: String, file: String) throws(ConfigurationError) -> ConfigurationNode {
+        if let problem = TOMLPrecheck.problem(in: text) {
+            throw ConfigurationError(
+                ConfigurationProblem(
+                    file: file,
+                    line: problem.line,
+                    column: problem.column,
+                    message: "TOML syntax: \(problem.message)"
+                )
+            )
+        }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)

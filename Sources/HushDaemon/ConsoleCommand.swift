@@ -99,7 +99,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             return .event(.clientGone(ClientID(try number(one(args, "gone", "CLIENT"), "client"))))
         case "volume", "ringer":
             let value = try number(one(args, verb, "N"), "volume")
-            guard let step = VolumeStep(rawValue: Int(value)) else {
+            guard let step = VolumeStep(rawValue: Int(clamping: value)) else {
                 throw SyntaxError(message: "\(verb) must be between 0 and \(VolumeStep.count), not \(value)")
             }
             return .event(.setVolume(verb == "volume" ? .system : .ringer, step))

@@ -192,7 +192,7 @@ public enum MonitorCommand: Hashable, Sendable {
             }
         default:
             var message = "unknown command '\(words[0])'"
-            if let guess = suggestion(for: verb) { message += "; did you mean '\(guess)'?" }
+            message += suggestion(for: verb).map { "; did you mean '\($0)'?" } ?? "."
             throw SyntaxError(message: message + " Commands: " + MonitorCommand.words.joined(separator: ", "))
         }
     }

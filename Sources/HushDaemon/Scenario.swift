@@ -51,7 +51,7 @@ public struct Scenario: Sendable {
         let directory = file.contains("/") ? String(file[..<file.lastIndex(of: "/")!]) : "."
         var steps: [Step] = []
         var previous = Instant.zero
-        var end: Instant?
+        var end: (time: Instant, line: Int)?
         var nextSession: UInt64 = 1
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let number = offset + 1
@@ -73,9 +73,26 @@ public struct Scenario: Sendable {
                     message: "time \(time) is before the previous line's \(previous)"
                 )
             }
+            // Relative times add up; a bound keeps the sum far from Int64's nanoseconds (a fuzzed file of
+            // 100 000 '+86399' lines overflowed it).
+            guard time < maximumTime else {
+                throw ParseError(
+                    file: file,
+                    line: number,
+                    message: "time \(time) is a day or more after the start; a scenario lasts less than a day"
+                )
+            }
+            // The render stops at 'end': a line after it would be dropped without a word.
+            if let end {
+                throw ParseError(
+                    file: file,
+                    line: number,
+                    message: "this line comes after 'end' on line \(end.line); 'end' must be the last line"
+                )
+            }
             previous = time
             if words == ["end"] {
-                end = time
+                end = (time, number)
                 continue
             }
             var sound: Sound?
@@ -126,8 +143,11 @@ public struct Scenario: Sendable {
             }
             steps.append(Step(time: time, line: number, command: command, sound: sound, loop: loop))
         }
-        return Scenario(steps: steps, end: end ?? previous + .seconds(1))
+        return Scenario(steps: steps, end: end?.time ?? previous + .seconds(1))
     }
+
+    /// Scenarios last less than a day.
+    static let maximumTime = Instant(nanoseconds: 86_400_000_000_000)
 
     private static func parseTime(_ word: String, after previous: Instant) -> Instant? {
         let relative = word.hasPrefix("+")

@@ -495,14 +495,21 @@ public final class SerialConsole {
 /// What ``SerialConsole/standardIO(input:output:logger:queueLimit:columns:)`` changed, kept where a signal handler
 /// and an atexit handler can restore it without allocating.
 private enum StandardIORestore {
-    nonisolated(unsafe) static var terminal = termios()
+    // A heap cell, not a `termios` global: Swift 6.3 emits a zero-initialised global of an imported C struct without
+    // the struct's interior padding (57 bytes for termios' 60), so storing a whole termios overwrote the next global,
+    // `handlersInstalled`. Found by AddressSanitizer (make test-asan, SerialConsoleTests); see docs/reliability.md.
+    nonisolated(unsafe) static let terminal: UnsafeMutablePointer<termios> = {
+        let cell = UnsafeMutablePointer<termios>.allocate(capacity: 1)
+        cell.initialize(to: termios())
+        return cell
+    }()
     nonisolated(unsafe) static var terminalDescriptor: Int32 = -1
     nonisolated(unsafe) static var input: (fd: Int32, flags: Int32) = (-1, -1)
     nonisolated(unsafe) static var output: (fd: Int32, flags: Int32) = (-1, -1)
     nonisolated(unsafe) static var handlersInstalled = false
 
     static func save(terminal settings: termios, of fd: Int32) {
-        terminal = settings
+        terminal.pointee = settings
         terminalDescriptor = fd
         installHandlers()
     }
@@ -515,7 +522,7 @@ private enum StandardIORestore {
     }
 
     static func restore() {
-        if terminalDescriptor >= 0 { _ = tcsetattr(terminalDescriptor, TCSANOW, &terminal) }
+        if terminalDescriptor >= 0 { _ = tcsetattr(terminalDescriptor, TCSANOW, terminal) }
         if input.flags >= 0 { _ = fcntl(input.fd, F_SETFL, input.flags) }
         if output.flags >= 0 { _ = fcntl(output.fd, F_SETFL, output.flags) }
     }

@@ -226,6 +226,54 @@ public final class StateStore {
     /// - Parameters:
     ///   - path: the file's name, for the error.
     ///   - knownRoutes: the board's routes; nil accepts any route name.
+    /// The first line that is not in the shape hushd writes: a comment, `[system]`, or `KEY = INTEGER` /
+    /// `KEY = "TEXT"` (KEY bare or quoted). The state file is hushd's own, so anything else is damage — and must
+    /// never reach toml++, which aborts the process on some damaged input instead of reporting it (Fuzz/Open).
+    static func shapeProblem(in text: String) -> (line: Int, message: String)? {
+        func isBare(_ c: Character) -> Bool { c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-") }
+        /// A quoted key or value: printable, no quote or backslash inside; what follows it.
+        func quoted(_ s: Substring) -> Substring? {
+            guard s.first == "\"", let end = s.dropFirst().firstIndex(of: "\"") else { return nil }
+            let inside = s[s.index(after: s.startIndex)..<end]
+            guard inside.allSatisfy({ $0 != "\\" && !$0.isNewline && $0.asciiValue.map { $0 >= 0x20 } ?? true })
+            else { return nil }
+            return s[s.index(after: end)...]
+        }
+        func commentOrNothing(_ s: Substring) -> Bool {
+            let rest = s.drop { $0 == " " || $0 == "\t" }
+            return rest.isEmpty || rest.first == "#"
+        }
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = (raw.last == "\r" ? raw.dropLast() : raw).drop { $0 == " " || $0 == "\t" }
+            if line.isEmpty || line.first == "#" { continue }
+            if line.hasPrefix("[system]") && commentOrNothing(line.dropFirst(8)) { continue }
+            var rest: Substring
+            if let afterKey = quoted(line) {
+                rest = afterKey
+            } else {
+                let key = line.prefix(while: isBare)
+                guard !key.isEmpty else { return (index + 1, "bad syntax: not 'key = value' or [system]") }
+                rest = line.dropFirst(key.count)
+            }
+            rest = rest.drop { $0 == " " || $0 == "\t" }
+            guard rest.first == "=" else { return (index + 1, "bad syntax: no '=' after the key") }
+            rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" }
+            if let afterValue = quoted(rest) {
+                rest = afterValue
+            } else {
+                let number = rest.prefix { $0 == "-" || $0 == "+" || ($0.isASCII && $0.isNumber) }
+                guard number.contains(where: \.isNumber), number.count <= 20 else {
+                    return (index + 1, "bad syntax: the value is neither a whole number nor \"text\"")
+                }
+                rest = rest.dropFirst(number.count)
+            }
+            guard commentOrNothing(rest) else {
+                return (index + 1, "bad syntax: something follows the value")
+            }
+        }
+        return nil
+    }
+
     public static func decode(
         _ text: String,
         path: String,
@@ -235,6 +283,10 @@ public final class StateStore {
             StateFileCorruption(path: path, line: line, problem: problem)
         }
         guard !text.allSatisfy(\.isWhitespace) else { throw corrupt("the file is empty", line: nil) }
+        if let problem = shapeProblem(in: text) { throw corrupt(problem.message, line: problem.line) }
+        if let problem = TOMLPrecheck.problem(in: text) {
+            throw corrupt("bad syntax: \(problem.message)", line: problem.line)
+        }
         let table: TOMLTable
         do {
             table = try TOMLTable(string: text)

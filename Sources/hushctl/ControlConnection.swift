@@ -86,6 +86,10 @@ final class ControlConnection {
             }
             if count < 0 {
                 if errno == EINTR { continue }
+                // hushd may have refused the connection (not-permitted, too-many-clients) and closed it before
+                // this request went out: its one line saying why is still there to read, and the end of file
+                // after it is reported by the reading side. Stopping here would hide the reason.
+                if errno == EPIPE || errno == ECONNRESET { return }
                 throw ClientFailure("hushctl: hushd closed the connection (\(String(cString: strerror(errno))))")
             }
             offset += count

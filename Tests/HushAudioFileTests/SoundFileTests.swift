@@ -117,6 +117,18 @@ struct BrokenFileTests {
         }
     }
 
+    @Test("a sound too short to convert to the mixer's rate is refused, not an empty buffer")
+    func tooShortToConvert() throws {
+        // Found by Fuzz/ (fuzz-soundfile): one frame at 96 kHz converted to no frames at 48 kHz.
+        let path = scratch("broken") + "/one-frame-96k.wav"
+        try SoundFile.writePCM16([1000], channels: 1, sampleRate: 96000, to: path)
+        #expect {
+            _ = try SoundFile.load(path, sampleRate: 48000)
+        } throws: { error in
+            (error as? SoundFileError)?.reason == "its 1 frames at 96000 Hz are too short to play at 48000 Hz"
+        }
+    }
+
     @Test("a header that claims far more data than the file holds gives what is there")
     func absurdChunkSize() throws {
         let good = try Self.wav()

@@ -79,6 +79,11 @@ struct ConsoleCommandTests {
         arguments: [
             ("silence maybe", "silence takes on or off, not 'maybe'"),
             ("volume 17", "volume must be between 0 and 16, not 17"),
+            // Found by Fuzz/ (fuzz-scenario): a number past Int.max trapped in the conversion, on the console too.
+            (
+                "ringer 18446744073709551615",
+                "ringer must be between 0 and 16, not 18446744073709551615"
+            ),
             ("volume loud", "volume must be a whole number, not 'loud'"),
             ("activate bus playback", "unknown bus 'bus': use effect, music or ringer"),
             (

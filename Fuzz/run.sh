@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# make fuzz / make fuzz-quick: builds hush's libFuzzer harnesses (this package, with AddressSanitizer) and runs
+# each one: first every input in Corpus/<harness> and Regressions/<harness> (a known crash fails here), then new
+# inputs for FUZZ_SECONDS seconds or FUZZ_RUNS executions. Exits non-zero when any harness finds something.
+#
+#   Fuzz/run.sh [HARNESS...]        FUZZ_SECONDS=600 (default) FUZZ_RUNS= (no limit)
+#   Fuzz/run.sh --replay [HARNESS...]   only the corpus and the regressions, no new inputs
+#
+# New inputs worth keeping go to Fuzz/.build/corpus/<harness> (not committed); findings to
+# Fuzz/.build/findings/<harness>/crash-* (or leak-, oom-, timeout-), with a line saying how to keep one as a
+# regression. Fuzz/README.md has the rest.
+set -uo pipefail
+fuzz="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$fuzz")"
+all=(fuzz-control fuzz-scenario fuzz-config fuzz-state fuzz-soundfile)
+seconds="${FUZZ_SECONDS:-600}"
+runs="${FUZZ_RUNS:-}"
+replay=no
+if [ "${1:-}" = "--replay" ]; then replay=yes; shift; fi
+harnesses=("$@")
+[ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
+
+SWIFT="${SWIFT:-swift}"
+build=("$SWIFT" build --package-path "$fuzz" -c release --sanitize fuzzer --sanitize address -Xswiftc -parse-as-library)
+echo "== building the fuzz harnesses: ${build[*]}"
+mkdir -p "$fuzz/.build/logs"
+if ! "${build[@]}" >"$fuzz/.build/logs/build.log" 2>&1; then
+    grep -E "error" "$fuzz/.build/logs/build.log" | head -20
+    echo "FAIL: the fuzz harnesses do not build (Fuzz/.build/logs/build.log)"
+    exit 1
+fi
+grep -E "Build complete" "$fuzz/.build/logs/build.log"
+bin="$("${build[@]}" --show-bin-path)"
+
+# Leaks in code that is not hush's are suppressed, each with its reason (lsan.supp). Swift's own crash
+# backtracer is off: it reads freed memory while the process dies and buries AddressSanitizer's report.
+export LSAN_OPTIONS="suppressions=$fuzz/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export SWIFT_BACKTRACE="enable=no"
+
+failed=()
+for harness in "${harnesses[@]}"; do
+    [ -x "$bin/$harness" ] || { echo "no harness '$harness'; harnesses: ${all[*]}"; exit 2; }
+    work="$fuzz/.build/corpus/$harness"
+    findings="$fuzz/.build/findings/$harness"
+    log="$fuzz/.build/logs/$harness.log"
+    mkdir -p "$work" "$findings" "$(dirname "$log")" "$fuzz/Regressions/$harness"
+    options=(-print_final_stats=1 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$findings/")
+    if [ "$replay" = yes ]; then
+        options+=(-runs=0)
+    else
+        options+=(-max_total_time="$seconds")
+        [ -n "$runs" ] && options+=(-runs="$runs")
+    fi
+    echo "== $harness: ${options[*]}"
+    # The working directory is the checkout: the configuration harness finds board/profiles from there.
+    # Standard input is /dev/null: a configuration that includes /dev/stdin must not wait for a terminal.
+    started=$(date +%s)
+    (cd "$root" && "$bin/$harness" "${options[@]}" "$work" "$fuzz/Corpus/$harness" "$fuzz/Regressions/$harness" \
+        </dev/null >"$log" 2>&1)
+    status=$?
+    elapsed=$(($(date +%s) - started))
+    executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+    rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
+    coverage=$(grep -oE "cov: [0-9]+ ft: [0-9]+" "$log" | tail -1)
+    if [ "$status" -eq 0 ] && [ "$replay" = no ] && grep -aq "Is the code instrumented for coverage" "$log"; then
+        # Seen once while another build rewrote the products: a binary that fuzzes blind proves nothing.
+        status=3
+        echo "FAIL $harness: libFuzzer saw no coverage; rebuild (rm -rf Fuzz/.build) and run again"
+    fi
+    if [ "$status" -eq 0 ]; then
+        echo "PASS $harness: ${executions:-?} executions in ${elapsed} s (${rate:-?}/s), ${coverage:-no coverage line}," \
+            "peak RSS ${rss:-?} MB"
+    else
+        failed+=("$harness")
+        echo "FAIL $harness (exit $status): the end of $log:"
+        grep -aE "FUZZ FINDING|ERROR: |Fatal error|SUMMARY|Test unit written|^==[0-9]+==" "$log" | head -20
+        for artifact in "$findings"/*; do
+            [ -e "$artifact" ] || continue
+            echo "   to keep it as a regression: cp $artifact Fuzz/Regressions/$harness/"
+            echo "   to run it alone:            (cd $root && $bin/$harness $artifact)"
+        done
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "FUZZ FAILED: ${failed[*]}"
+    exit 1
+fi

@@ -1,0 +1,59 @@
+import HushCore
+import Testing
+
+@testable import HushDaemon
+
+/// Found by Fuzz/ (fuzz-state, fuzz-config): TOMLKit's parser aborted hushd (an assertion in toml++) on a table
+/// header with no name after its bracket. Each of these inputs stopped the process before the fix.
+@Suite("TOML that aborted the parser")
+struct TOMLPrecheckTests {
+    static let aborting: [(text: String, line: Int, column: Int)] = [
+        ("[  \n", 1, 1),
+        ("[\n", 1, 1),
+        ("schema = 1\n  [ \r\n", 2, 3),
+        ("ringer = 1\n[[ \n", 2, 1),
+        ("[[[x]]]\n", 1, 1),
+        ("[ = 1\n", 1, 1),
+        ("a = \"\"\"\n[x\n\"\"\"\n[ #\n", 4, 1),
+        // A byte order mark before the header (found by a longer fuzz-state run after the first fix).
+        ("\u{FEFF}[  \n", 1, 1),
+    ]
+
+    @Test("the state file: refused as corrupt, with the line", arguments: aborting)
+    func stateFile(text: String, line: Int, column: Int) {
+        #expect {
+            _ = try StateStore.decode(text, path: "/var/lib/hush/state")
+        } throws: { error in
+            // The state file's shape check (StateFileShapeTests) refuses these before the precheck or toml++ can
+            // see them, at the damaged line or an earlier one in a shape hushd never writes.
+            guard let error = error as? StateFileCorruption, let at = error.line else { return false }
+            return (1...line).contains(at) && error.problem.hasPrefix("bad syntax: ")
+        }
+    }
+
+    @Test("the configuration: a syntax problem with line and column", arguments: aborting)
+    func configuration(text: String, line: Int, column: Int) {
+        #expect {
+            _ = try HushdConfiguration.parse(text, file: "hushd.toml")
+        } throws: { error in
+            (error as? ConfigurationError)?.description
+                == "hushd.toml:\(line):\(column): TOML syntax: a table header needs a name after '[', such as [output]"
+        }
+    }
+
+    /// Brackets that are not headers, and headers that are fine, stay TOMLKit's to judge.
+    @Test(
+        "arrays on lines of their own, brackets in strings and comments, and good headers pass",
+        arguments: [
+            "schema = 1\nringer = 3\n[system]\nspeaker = 4\n",
+            "[ system ]\n[ \"quoted key\" ]\n[[ points ]]\n",
+            "curve = [\n  [\n    1, -50\n  ],\n  [ 16, 0 ],\n]\n",
+            "text = \"\"\"\n[ \n\"\"\"\nother = '''\n[\n'''\n",
+            "name = \"[ \" # [ \n[x]\n",
+            "inline = { a = [ \n 1 ] }\n",
+        ]
+    )
+    func notHeaders(text: String) {
+        #expect(TOMLPrecheck.problem(in: text) == nil)
+    }
+}
