@@ -6,6 +6,7 @@ enum RenderCommand {
     static let usage = """
         usage: hushd render --scenario FILE [--out OUT.wav] [--plot OUT.svg] [--board PROFILE]
                             [--events EVENTS.jsonl] [--rate HZ] [--channels 1|2] [--period FRAMES]
+               hushd render --scenario FILE --soak SECONDS [--board PROFILE] [--rate HZ] ...
 
         Runs the policy and the mixer over a scenario (docs/render.md) on a manual clock and writes the mixed
         output as 16-bit WAV; --events writes every decision with its rule and reason as JSON lines; --plot
@@ -13,6 +14,8 @@ enum RenderCommand {
         At least one of --out and --plot is required.
         --board takes the rate, channels and period from a board profile (board/profiles/NAME.toml).
         The same inputs always give the same bytes.
+        --soak renders without keeping the output and prints, every SECONDS of scenario time, the process's
+        resident memory, malloc heap and open descriptors to standard error (docs/reliability.md#soak).
         """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -23,7 +26,7 @@ enum RenderCommand {
             guard argument.hasPrefix("--"),
                 [
                     "--scenario", "--out", "--board", "--events", "--rate", "--channels",
-                    "--period", "--plot",
+                    "--period", "--plot", "--soak",
                 ].contains(argument)
             else {
                 if argument == "--help" || argument == "-h" {
@@ -41,6 +44,15 @@ enum RenderCommand {
             index += 2
         }
         let out = options["--out"]
+        if let interval = options["--soak"], let scenarioPath = options["--scenario"] {
+            guard options["--out"] == nil, options["--plot"] == nil, options["--events"] == nil else {
+                FileHandleOutput.standardError(
+                    "hushd render: --soak keeps no output: leave out --out, --plot, --events"
+                )
+                return 64
+            }
+            return soak(scenarioPath, interval: interval, options: options)
+        }
         guard let scenarioPath = options["--scenario"], out != nil || options["--plot"] != nil else {
             FileHandleOutput.standardError(
                 "hushd render: --scenario and --out are required (--plot may stand in for --out)\n\(usage)"
@@ -48,21 +60,7 @@ enum RenderCommand {
             return 64
         }
         do {
-            var output = HushdConfiguration.Output()
-            if let board = options["--board"] { output = try HushdConfiguration.board(board).output }
-            if let rate = options["--rate"] {
-                guard let value = Int(rate), (8000...384_000).contains(value) else {
-                    throw CommandError("--rate must be a rate in Hz between 8000 and 384000, not '\(rate)'")
-                }
-                output.sampleRate = value
-            }
-            if let channels = options["--channels"] {
-                guard let value = Int(channels), value == 1 || value == 2 else {
-                    throw CommandError("--channels must be 1 or 2, not '\(channels)'")
-                }
-                output.channels = value
-            }
-            if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
+            let output = try outputFormat(options)
             if let plot = options["--plot"] { try TimelinePlot.check(plot) }
             let scenario = try Scenario.load(scenarioPath)
             let renderer = ScenarioRenderer(
@@ -87,6 +85,69 @@ enum RenderCommand {
             print(
                 "rendered \(String(format: "%.3f", seconds)) s at \(output.sampleRate) Hz, \(output.channels) ch, "
                     + "\(output.periodFrames)-frame periods to \(written) (\(renderer.decisions.count) decisions)"
+            )
+            return 0
+        } catch {
+            FileHandleOutput.standardError("hushd render: \(error)")
+            return 1
+        }
+    }
+}
+
+extension RenderCommand {
+    /// The output format: the defaults, a board profile's `[output]`, then --rate, --channels, --period.
+    static func outputFormat(_ options: [String: String]) throws -> HushdConfiguration.Output {
+        var output = HushdConfiguration.Output()
+        if let board = options["--board"] { output = try HushdConfiguration.board(board).output }
+        if let rate = options["--rate"] {
+            guard let value = Int(rate), (8000...384_000).contains(value) else {
+                throw CommandError("--rate must be a rate in Hz between 8000 and 384000, not '\(rate)'")
+            }
+            output.sampleRate = value
+        }
+        if let channels = options["--channels"] {
+            guard let value = Int(channels), value == 1 || value == 2 else {
+                throw CommandError("--channels must be 1 or 2, not '\(channels)'")
+            }
+            output.channels = value
+        }
+        if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
+        return output
+    }
+
+    /// `--soak SECONDS`: the scenario through the policy and mixer, keeping nothing, with a line on standard error
+    /// every SECONDS of scenario time — `soak: t=… s sessions=… rss=… KiB heap=… B fds=…` — and a summary on
+    /// standard output. soak/render-soak.sh reads the lines and judges the growth.
+    static func soak(_ scenarioPath: String, interval text: String, options: [String: String]) -> Int32 {
+        guard let seconds = Double(text), seconds >= 0.01, seconds < 86_400 else {
+            FileHandleOutput.standardError(
+                "hushd render: --soak takes seconds of scenario time (0.01 or more), not '\(text)'"
+            )
+            return 64
+        }
+        do {
+            let output = try outputFormat(options)
+            let scenario = try Scenario.load(scenarioPath)
+            let renderer = ScenarioRenderer(
+                scenario: scenario,
+                sampleRate: output.sampleRate,
+                channels: output.channels,
+                periodFrames: output.periodFrames
+            )
+            var samples = 0
+            try renderer.soak(every: .nanoseconds(Int64((seconds * 1e9).rounded()))) { time, sessions in
+                let footprint = ProcessFootprint.current()
+                let at = String(format: "%.3f", Double(time.nanoseconds) / 1e9)
+                FileHandleOutput.standardError(
+                    "soak: t=\(at) s sessions=\(sessions) rss=\(footprint.residentKiB) KiB "
+                        + "heap=\(footprint.heapBytes) B fds=\(footprint.descriptors)"
+                )
+                samples += 1
+            }
+            print(
+                "soaked \(String(format: "%.3f", Double(scenario.end.nanoseconds) / 1e9)) s of scenario time at "
+                    + "\(output.sampleRate) Hz, \(output.channels) ch, \(output.periodFrames)-frame periods: "
+                    + "\(scenario.steps.count) lines, \(samples) samples"
             )
             return 0
         } catch {

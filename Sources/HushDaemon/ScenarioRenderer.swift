@@ -42,6 +42,8 @@ public final class ScenarioRenderer {
     /// Live captures feeding voices (`play` only); kept until the engine no longer reads them.
     private var feeders: [CaptureFeeder] = []
     private var live = false
+    /// False while soaking: hours of decisions and timeline would be growth of the renderer's own making.
+    private var keepsRecord = true
 
     public init(
         scenario: Scenario,
@@ -63,6 +65,7 @@ public final class ScenarioRenderer {
         // Offline, every file is held in memory as `hushd render` always did; stream= asks for streaming.
         audio.clipSeconds = SoundFile.defaultMaximumSeconds
         audio.onDecisions = { [unowned self] made, cause, time in
+            guard keepsRecord else { return }
             log(made, at: time)
             timeline.record(made.map(\.rule), cause: cause, at: time, state: policy)
         }
@@ -103,6 +106,49 @@ public final class ScenarioRenderer {
             frame += frames
         }
         return output
+    }
+
+    /// Runs the scenario through the policy and the mixer as `render()` does, but keeps nothing of it — no
+    /// output, decisions or timeline — so that what grows over hours of simulated time is the daemon's own code:
+    /// the soak of issue 6 (`hushd render --soak`, docs/reliability.md#soak).
+    ///
+    /// - Parameters:
+    ///   - interval: scenario time between two calls of `sample`.
+    ///   - sample: called at the start, every `interval` after, and at the end, with the scenario time and the
+    ///     number of sessions the policy holds.
+    public func soak(every interval: Duration, sample: (Instant, _ sessions: Int) -> Void) throws(RenderError) {
+        keepsRecord = false
+        defer { keepsRecord = true }
+        let rate = Int64(format.sampleRate)
+        let totalFrames = Int(scenario.end.nanoseconds * rate / 1_000_000_000)
+        // One period's buffer, overwritten each period.
+        var period = [Int16](repeating: 0, count: periodFrames * format.channels)
+        audio.start(at: .zero)
+        var next = 0
+        var frame = 0
+        var due = Instant.zero
+        while frame < totalFrames {
+            let now = Instant(nanoseconds: Int64(frame) * 1_000_000_000 / rate)
+            if now >= due {
+                sample(now, policy.sessions.count)
+                due = due + interval
+            }
+            while next < scenario.steps.count && scenario.steps[next].time <= now {
+                try perform(scenario.steps[next])
+                next += 1
+            }
+            audio.service(at: now)
+            let frames = min(periodFrames, totalFrames - frame)
+            period.withUnsafeMutableBufferPointer { buffer in
+                engine.render(
+                    frames: frames,
+                    into: UnsafeMutableRawPointer(buffer.baseAddress!),
+                    sampleFormat: sampleFormat
+                )
+            }
+            frame += frames
+        }
+        sample(scenario.end, policy.sessions.count)
     }
 
     /// Plays the scenario in real time on `playback` through the audio thread; returns the thread's counters.
@@ -172,8 +218,8 @@ public final class ScenarioRenderer {
 
     private func perform(_ step: Scenario.Step) throws(RenderError) {
         let time = step.time
-        timeline.begin(step, at: time)
-        defer { timeline.end(step, state: policy) }
+        if keepsRecord { timeline.begin(step, at: time) }
+        defer { if keepsRecord { timeline.end(step, state: policy) } }
         switch step.command {
         case .event(let event):
             audio.handle(event, at: time)

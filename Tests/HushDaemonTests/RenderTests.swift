@@ -185,6 +185,16 @@ struct RenderTests {
             ("0 status", "test.txt:1: 'status' has no meaning in a scenario"),
             ("0 volume 99", "test.txt:1: volume must be between 0 and 16, not 99"),
             ("0 activate 1 music playback tone=99999", "test.txt:1: tone= takes a frequency in Hz below 20000"),
+            // Found by Fuzz/ (fuzz-scenario): lines after 'end' were accepted and never rendered.
+            (
+                "0 activate 1 music playback\n2 end\n3 play 1",
+                "test.txt:3: this line comes after 'end' on line 2; 'end' must be the last line"
+            ),
+            ("1 end\n1 end", "test.txt:2: this line comes after 'end' on line 1; 'end' must be the last line"),
+            (
+                "86000 up\n+400 down",
+                "test.txt:2: time 86400.000s is a day or more after the start; a scenario lasts less than a day"
+            ),
         ]
         for (text, message) in cases {
             #expect {
@@ -192,6 +202,17 @@ struct RenderTests {
             } throws: { error in
                 (error as? Scenario.ParseError)?.description == message
             }
+        }
+    }
+
+    @Test("relative times that add up past Int64 nanoseconds are refused, not a trap")
+    func relativeTimesOverflow() {
+        // 110 000 lines of almost a day each: 9.5e18 ns in all, past Int64.max, before the fix a crash.
+        let text = String(repeating: "+86399 up\n", count: 110_000)
+        #expect {
+            _ = try Scenario.parse(text, file: "long.txt")
+        } throws: { error in
+            (error as? Scenario.ParseError)?.line == 2
         }
     }
 

@@ -1,0 +1,54 @@
+import CLinux
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What this process holds: resident memory, the malloc heap in use and open file descriptors.
+///
+/// `hushd render --soak` samples it over hours of simulated time to show that nothing grows per event or per
+/// session (issue 6's soak, docs/reliability.md#soak). Read from /proc/self and glibc's malloc statistics.
+struct ProcessFootprint: Equatable, Sendable {
+    /// VmRSS from /proc/self/status, in KiB.
+    var residentKiB: Int
+    /// Bytes malloc has handed out and not had back.
+    var heapBytes: Int
+    /// Entries in /proc/self/fd, not counting the directory stream that reads them.
+    var descriptors: Int
+
+    /// The footprint now. A value that cannot be read is -1 (no /proc), which a soak reports as a failure.
+    static func current() -> ProcessFootprint {
+        ProcessFootprint(
+            residentKiB: residentKiB(),
+            heapBytes: Int(clinux_malloc_bytes_in_use()),
+            descriptors: descriptorCount()
+        )
+    }
+
+    private static func residentKiB() -> Int {
+        guard let file = fopen("/proc/self/status", "r") else { return -1 }
+        defer { fclose(file) }
+        var buffer = [CChar](repeating: 0, count: 256)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard line.hasPrefix("VmRSS:") else { continue }
+            // "VmRSS:	   26204 kB"
+            return Int(line.dropFirst(6).filter(\.isNumber)) ?? -1
+        }
+        return -1
+    }
+
+    private static func descriptorCount() -> Int {
+        guard let directory = opendir("/proc/self/fd") else { return -1 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { count += 1 }
+        }
+        // The stream reading the directory holds one descriptor of its own.
+        return count - 1
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import HushCore
+import Testing
+
+@testable import HushDaemon
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hushd render --soak`: the scenario runs as in a render, nothing of it is kept, and the process's footprint is
+/// sampled (docs/reliability.md#soak).
+@Suite("hushd render --soak")
+struct SoakRenderTests {
+    @Test("samples at the start, every interval and the end, with the policy's sessions; keeps no decisions")
+    func samples() throws {
+        let scenario = try Scenario.parse(
+            """
+            0.0 activate 1 music playback tone=440 loop
+            0.0 play 1
+            0.5 activate 2 effect ambient mix tone=1000 loop
+            1.5 deactivate 1
+            2.5 end
+            """,
+            file: "soak.txt"
+        )
+        let renderer = ScenarioRenderer(scenario: scenario)
+        var seen: [(seconds: Double, sessions: Int)] = []
+        try renderer.soak(every: .seconds(1)) { time, sessions in
+            seen.append((Double(time.nanoseconds) / 1e9, sessions))
+        }
+        // At 0 s the first period has not yet taken the lines due at 0; at 1 s two sessions, at 2 s one.
+        #expect(seen.map(\.seconds) == [0, 1, 2, 2.5])
+        #expect(seen.map(\.sessions) == [0, 2, 1, 1])
+        #expect(renderer.decisions.isEmpty, "a soak keeps no decisions: \(renderer.decisions.count)")
+        #expect(renderer.timeline.marks.isEmpty)
+    }
+
+    @Test("the footprint sees a descriptor opened and closed, and heap allocated and freed")
+    func footprint() throws {
+        // Other suites run in parallel in this process and open and allocate too: a few tries, one of which must
+        // see exactly this test's descriptor and at least its block.
+        var seen: [String] = []
+        for _ in 0..<10 {
+            let before = ProcessFootprint.current()
+            #expect(before.residentKiB > 0)
+            let fd = open("/dev/null", O_RDONLY)
+            try #require(fd >= 0)
+            let open = ProcessFootprint.current()
+            close(fd)
+            let closed = ProcessFootprint.current()
+
+            let size = 4 << 20
+            let block = try #require(malloc(size))
+            memset(block, 1, size)
+            let held = ProcessFootprint.current()
+            free(block)
+            let freed = ProcessFootprint.current()
+            let descriptors = (open.descriptors - before.descriptors, closed.descriptors - before.descriptors)
+            let heap = (held.heapBytes - before.heapBytes, held.heapBytes - freed.heapBytes)
+            let resident = held.residentKiB - before.residentKiB
+            if descriptors == (1, 0) && heap.0 >= size && heap.1 >= size && resident >= size / 2048 { return }
+            seen.append("fds \(descriptors), heap \(heap), resident +\(resident) KiB")
+        }
+        Issue.record("the footprint never saw the descriptor and the block: \(seen)")
+    }
+}
