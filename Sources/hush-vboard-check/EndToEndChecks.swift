@@ -24,6 +24,8 @@ let ringerTone = 1500.0
 let duckTone = 2000.0
 /// What the speaker and the headphones carry, as the tests hear it.
 let speakerCapture = "hw:Loopback,1,0"
+/// The switch the virtual profile's routes flip, standing in for a speaker amplifier's.
+let speakerAmplifierSwitch = ALSAElementName("Speaker Playback Switch", interface: .mixer)
 let headphonesCapture = "hw:Loopback,1,1"
 
 /// A half-scale tone (-6 dBFS) at `step` of the default curve, in dBFS.
@@ -100,11 +102,38 @@ func waitForPlaying(_ count: Int, on bus: String? = nil, settle: Duration = .mil
     throw CheckFailure("expected \(count) sessions playing within 15 s, \(playing) play")
 }
 
+/// Waits until no session plays on `bus` (a client ended or was killed), plus `settle` for the ramps.
+func waitForSilence(on bus: String, settle: Duration = .milliseconds(300)) throws {
+    let start = monotonicNow()
+    while monotonicNow() - start < .seconds(15) {
+        let sessions = (try? status())?["sessions"] as? [[String: Any]] ?? []
+        if !sessions.contains(where: { $0["state"] as? String == "playing" && $0["bus"] as? String == bus }) {
+            sleep(settle)
+            return
+        }
+        sleep(.milliseconds(100))
+    }
+    throw CheckFailure("a session still plays on the \(bus) bus after 15 s")
+}
+
+/// One capture of the speaker, `seconds` long, with nothing done meanwhile.
+func capture(_ seconds: Double = 1) throws -> [Float] { try listen(to: [speakerCapture], seconds: seconds)[0] }
+
+/// The running hushd daemons (not `hushd play`), by /proc: busybox's pidof does not find a program started by path.
+func hushdDaemonPIDs() -> [pid_t] {
+    globPaths("/proc/[0-9]*/cmdline").compactMap { path in
+        guard let bytes = try? Data(contentsOf: URL(fileURLWithPath: path)) else { return nil }
+        let command = bytes.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard command.first?.hasSuffix("hushd") == true, command.contains("--config") else { return nil }
+        return pid_t(path.dropFirst(6).dropLast(8))
+    }
+}
+
 func stopHushd(signal: String = "TERM") {
     shell("killall -\(signal) hushd")
     let start = monotonicNow()
     while monotonicNow() - start < .seconds(5) {
-        if shell("pidof hushd").output.isEmpty { return }
+        if hushdDaemonPIDs().isEmpty { return }
         sleep(.milliseconds(50))
     }
 }
@@ -173,6 +202,9 @@ func line(_ line: SimLine?, _ name: String) throws -> SimLine {
 /// The uinput device standing in for the board's keys (media keys, SW_HEADPHONE_INSERT); kept for the run.
 nonisolated(unsafe) var virtualKeys: UInputDevice?
 
+/// The Dummy card's "Speaker Playback Switch", made for the run; hushd's routes set it.
+nonisolated(unsafe) var amplifierControl: ALSAUserControl?
+
 /// The "Headphone Jack" control a codec driver would have; hushd watches it.
 nonisolated(unsafe) var jackControl: ALSAUserControl?
 
@@ -187,36 +219,49 @@ func tap(_ simLine: SimLine) throws {
     try simLine.set(active: false)
 }
 
+/// What hushd on the virtual profile needs before it starts, as a board would have it: the configuration (console on
+/// the second serial port, the state file where a board keeps it), the codec's "Headphone Jack" and amplifier
+/// switch, and the uinput device standing in for gpio-keys. Used by the e2e, faults and soak checks.
+func setUpBoardForHushd() throws {
+    try writeFile(
+        e2eConfig,
+        """
+        board = "/payload/virtual.toml"
+
+        [console]
+        device = "/dev/ttyS1"
+        baud = 115200
+
+        [control]
+        socket = "\(e2eSocket)"
+        group = ""
+
+        [state]
+        file = "\(e2eState)"
+
+        [sounds]
+        directories = ["/tmp"]
+
+        """
+    )
+    shell("mkdir -p /run/hush /var/lib/hush; rm -f \(e2eState)")
+    jackControl = try ALSAUserControl(card: "Loopback", element: jack, initial: false)
+    // A stereo amplifier switch such as a codec has, off at first: hushd turns it on for the speaker route.
+    amplifierControl = try ALSAUserControl(
+        card: "Dummy",
+        element: speakerAmplifierSwitch,
+        initial: false,
+        count: 2,
+        writableByOthers: true
+    )
+    // The board's media keys and second headphone source, as a gpio-keys device would provide them.
+    virtualKeys = try UInputDevice(name: keysName, codes: keyCodes, switches: [.headphoneInsert: 0])
+    settle()
+}
+
 let e2eChecks: [Check] = [
     Check(name: "e2e-start") {
-        // The configuration: the virtual profile, with the console on the second serial port and the state where
-        // a board keeps it.
-        try writeFile(
-            e2eConfig,
-            """
-            board = "/payload/virtual.toml"
-
-            [console]
-            device = "/dev/ttyS1"
-            baud = 115200
-
-            [control]
-            socket = "\(e2eSocket)"
-            group = ""
-
-            [state]
-            file = "\(e2eState)"
-
-            [sounds]
-            directories = ["/tmp"]
-
-            """
-        )
-        shell("mkdir -p /run/hush /var/lib/hush; rm -f \(e2eState)")
-        jackControl = try ALSAUserControl(card: "Loopback", element: jack, initial: false)
-        // The board's media keys and second headphone source, as a gpio-keys device would provide them.
-        virtualKeys = try UInputDevice(name: keysName, codes: keyCodes, switches: [.headphoneInsert: 0])
-        settle()
+        try setUpBoardForHushd()
         try startHushd()
         let state = try status()
         print("  hushd is up: \(state["route"] ?? "?") route, system volume \(state["systemVolume"] ?? "?")")
@@ -273,6 +318,7 @@ let e2eChecks: [Check] = [
         try require((1...3).contains(step), "holding repeats: expected about 9 - 7 = 2, got \(step)")
     },
     Check(name: "e2e-ringer-volume-moves-only-the-ringer") {
+        // A capture before and one after the change, so that hushctl's start-up time under TCG cannot blur them.
         let ringer = try startClient("ringer", "play --tone \(ringerTone) --bus ringer --category playback --for 600")
         defer {
             kill(ringer, SIGTERM)
@@ -280,19 +326,17 @@ let e2eChecks: [Check] = [
             sleep(.milliseconds(300))
         }
         try waitForPlaying(1, on: "ringer")
-        let heard = try listen(
-            to: [speakerCapture],
-            seconds: 3.5,
-            while: [(1.0, "ringer volume 14", { try hushctl("ringer 14") })]
-        )[0]
-        let before = levels(ringerTone, heard, from: 0.4, to: 0.95).max
-        // hushctl itself takes a few hundred ms to start under TCG: the change lands between 1.0 and 2.2 s.
-        let after = levels(ringerTone, heard, from: 2.3, to: 3.4).min
-        let effect = levels(effectTone, heard, from: 0.4, to: 3.4)
-        print("  ringer \(before) → \(after) dBFS; effect \(effect)")
+        let first = try capture()
+        try hushctl("ringer 14")
+        sleep(.milliseconds(200))
+        let second = try capture()
+        let before = levels(ringerTone, first, from: 0.1, to: 0.95).max
+        let after = levels(ringerTone, second, from: 0.1, to: 0.95).min
+        let effect = (levels(effectTone, first, from: 0.1, to: 0.95), levels(effectTone, second, from: 0.1, to: 0.95))
+        print("  ringer \(before) → \(after) dBFS; effect \(effect.0.max) → \(effect.1.min)")
         try require(abs(before - expectedLevel(step: 10)) < 1, "ringer at its default step 10: \(before)")
         try require(abs(after - expectedLevel(step: 14)) < 1, "ringer at step 14: \(after)")
-        try require(effect.max - effect.min < 1, "the effect (system volume) did not move: \(effect)")
+        try require(abs(effect.1.min - effect.0.max) < 1, "the effect (system volume) did not move: \(effect)")
     },
     Check(name: "e2e-plug-keeps-music-unplug-pauses-it") {
         defer {
@@ -304,12 +348,21 @@ let e2eChecks: [Check] = [
         shell("killall hushctl")
         _ = try startClient("music-jack", "play --tone \(musicTone) --bus music --category playback --for 600")
         try waitForPlaying(1)
+        // The virtual profile's routes flip the Dummy card's "Speaker Playback Switch" (a codec's amplifier switch,
+        // made in e2e-start): off while on headphones, on while on the speaker.
+        var amplifier: [String: [Int]] = [:]
+        func readAmplifier(_ when: String) throws {
+            amplifier[when] = try ALSAElementClient(card: "Dummy").readAll(speakerAmplifierSwitch)
+        }
+        try readAmplifier("start")
         let heard = try listen(
             to: [speakerCapture, headphonesCapture],
             seconds: 4,
             while: [
                 (1.0, "plug", { try setJack(true) }),
+                (1.6, "read the amplifier switch", { try readAmplifier("plugged") }),
                 (2.0, "unplug", { try setJack(false) }),
+                (2.6, "read the amplifier switch", { try readAmplifier("unplugged") }),
                 (3.0, "plug again", { try setJack(true) }),
             ]
         )
@@ -327,47 +380,108 @@ let e2eChecks: [Check] = [
         try require(onHeadphones > -40, "plugging keeps the music playing, on the headphones: \(onHeadphones)")
         try require(speakerAfterUnplug < -80, "music reached the speaker after the unplug: \(speakerAfterUnplug)")
         try require(headphonesAfterReplug < -80, "music stays paused after re-plug: \(headphonesAfterReplug)")
+        print("  speaker amplifier switch (Dummy 'Speaker Playback Switch', both channels): \(amplifier)")
+        try require(amplifier["start"] == [1, 1], "the speaker route's switch at start-up: \(amplifier)")
+        try require(amplifier["plugged"] == [0, 0], "headphones turn the speaker's switch off: \(amplifier)")
+        try require(amplifier["unplugged"] == [1, 1], "the speaker route turns it on again: \(amplifier)")
     },
-    Check(name: "e2e-ringtone-interrupts-music-which-resumes-after-notify") {
-        // The ringtone client activates at about 1 s (hushctl's own start-up under TCG takes a few hundred ms),
-        // rings for 2 s, then deactivates with notifyOthers: the music's interruption ends and it resumes.
-        _ = try startClient("music2", "play --tone \(musicTone) --bus music --category playback --for 600")
+    Check(name: "e2e-media-key-pauses-and-resumes-music") {
+        defer {
+            shell("killall hushctl")
+            sleep(.milliseconds(300))
+        }
+        guard let keys = virtualKeys else { throw CheckFailure("no uinput keys device") }
+        func press() throws {
+            try keys.key(.playPause, pressed: true)
+            try keys.key(.playPause, pressed: false)
+        }
+        _ = try startClient("music-key", "play --tone \(musicTone) --bus music --category playback --for 600")
         try waitForPlaying(1)
         let heard = try listen(
             to: [speakerCapture],
-            seconds: 5.5,
-            while: [
-                (
-                    1.0, "ringtone starts",
-                    {
-                        _ = try startClient(
-                            "ringtone",
-                            "play --tone \(ringerTone) --bus ringer --category playback --for 2"
-                        )
-                    }
-                )
-            ]
+            seconds: 3,
+            while: [(1.0, "KEY_PLAYPAUSE", { try press() }), (2.0, "KEY_PLAYPAUSE again", { try press() })]
         )[0]
-        // Where the ringtone really sounds in the capture (hushctl's start-up varies under load): its first and
-        // last 50 ms windows above -40 dBFS.
-        let windows = stride(from: 0.0, to: 5.45, by: 0.05).filter {
-            levels(ringerTone, heard, from: $0, to: $0 + 0.05).max > -40
+        let before = levels(musicTone, heard, from: 0.3, to: 0.95).min
+        let paused = levels(musicTone, heard, from: 1.2, to: 1.95).max
+        let resumed = levels(musicTone, heard, from: 2.3, to: 2.95).min
+        print("  music \(before), after play/pause \(paused), after play/pause again \(resumed) dBFS")
+        try require(before > -40, "music before the key: \(before)")
+        try require(paused < -80, "play/pause pauses the music (R11): \(paused)")
+        try require(resumed > -40, "play/pause again resumes it (R11): \(resumed)")
+    },
+    Check(name: "e2e-silenced-ring-lights-the-alert-led") {
+        let switchLine = try line(silenceSwitchLine, "silence-switch")
+        let led = try SimLine("led")
+        defer {
+            try? switchLine.set(active: false)
+            shell("killall hushctl")
+            sleep(.milliseconds(300))
         }
-        guard let ringStart = windows.first, let ringEnd = windows.last, ringEnd - ringStart > 1,
-            ringStart > 0.5, ringEnd < 4.6
-        else {
-            throw CheckFailure(
-                "the ringtone did not sound for its 2 s within the capture: \(windows.first ?? -1)…\(windows.last ?? -1) s"
-            )
+        try require(led.value == "0", "the alert LED is out while nothing rings: \(led.value ?? "?")")
+        try switchLine.set(active: true)
+        sleep(.milliseconds(200))
+        _ = try startClient("silent-ring", "play --tone \(ringerTone) --bus ringer --category soloAmbient --for 600")
+        try waitForPlaying(1, on: "ringer")
+        // Two captures, before and after the switch moves, so that no timing under TCG load can blur them.
+        let muted = led.value
+        let silentRing = levels(ringerTone, try capture(), from: 0.1, to: 0.95).max
+        try switchLine.set(active: false)
+        sleep(.milliseconds(300))
+        let afterSwitch = led.value
+        let heardRing = levels(ringerTone, try capture(), from: 0.1, to: 0.95).min
+        shell("killall hushctl")
+        sleep(.milliseconds(500))
+        print(
+            "  LED \(muted ?? "?") while the muted ring plays (ring \(silentRing) dBFS), \(afterSwitch ?? "?") once "
+                + "it is heard (\(heardRing) dBFS), \(led.value ?? "?") after it ends"
+        )
+        try require(silentRing < -80, "the ring is muted by the switch: \(silentRing)")
+        try require(muted == "1", "the LED is lit while the switch mutes the ring (R16): \(muted ?? "?")")
+        try require(heardRing > -40, "the ring is heard once the switch is off: \(heardRing)")
+        try require(afterSwitch == "0", "the LED goes out once the ring is heard: \(afterSwitch ?? "?")")
+        try require(led.value == "0", "the LED is out after the ring: \(led.value ?? "?")")
+    },
+    Check(name: "e2e-serial-console-commands") {
+        // The host's operator (board/virtual/scenarios/e2e.operator) watches hushd's console on ttyS1 and, on
+        // seeing this route override, types "route auto", "volume 4" and "status" at it.
+        defer { _ = try? hushctl("volume 8") }
+        try hushctl("route headphones")
+        var state: [String: Any] = [:]
+        for _ in 0..<60 {
+            sleep(.milliseconds(250))
+            state = try status()
+            if state["systemVolume"] as? Int == 4 && state["route"] as? String == "speaker" { break }
         }
-        let before = levels(musicTone, heard, from: 0.3, to: min(0.95, ringStart - 0.1)).min
-        let during = levels(musicTone, heard, from: ringStart + 0.2, to: ringEnd - 0.1).max
-        let ringing = levels(ringerTone, heard, from: ringStart + 0.2, to: ringEnd - 0.1).min
-        let after = levels(musicTone, heard, from: ringEnd + 0.5, to: 5.45).min
-        print("  music \(before), during the ringtone \(during) (ringer \(ringing)), after \(after) dBFS")
+        print(
+            "  after the operator typed at the console: route \(state["route"] ?? "?"), volume \(state["systemVolume"] ?? "?")"
+        )
+        try require(
+            state["route"] as? String == "speaker",
+            "'route auto' typed on ttyS1: route \(state["route"] ?? "?")"
+        )
+        try require(state["systemVolume"] as? Int == 4, "'volume 4' typed on ttyS1: \(state["systemVolume"] ?? "?")")
+    },
+    Check(name: "e2e-ringtone-interrupts-music-which-resumes-after-notify") {
+        // The music, then a ringtone that rings 4 s and deactivates with notifyOthers: the music's interruption
+        // ends and it resumes. Each phase is captured once the status says it has begun.
+        _ = try startClient("music2", "play --tone \(musicTone) --bus music --category playback --for 600")
+        try waitForPlaying(1)
+        let first = try capture()
+        _ = try startClient("ringtone", "play --tone \(ringerTone) --bus ringer --category playback --for 4")
+        try waitForPlaying(1, on: "ringer")
+        let ringing = try capture()
+        try waitForSilence(on: "ringer")
+        try waitForPlaying(1, on: "music")
+        let third = try capture()
+        let before = levels(musicTone, first, from: 0.1, to: 0.95).min
+        let during = levels(musicTone, ringing, from: 0.1, to: 0.95).max
+        let ring = levels(ringerTone, ringing, from: 0.1, to: 0.95).min
+        let after = levels(musicTone, third, from: 0.1, to: 0.95).min
+        print("  music \(before), during the ringtone \(during) (ringer \(ring)), after \(after) dBFS")
         try require(before > -40, "music before the ringtone: \(before)")
         try require(during < -80, "the ringtone interrupts the music: \(during)")
-        try require(ringing > -40, "the ringtone sounds: \(ringing)")
+        try require(ring > -40, "the ringtone sounds: \(ring)")
         try require(after > -40, "music resumes after the ringtone deactivates with notifyOthers: \(after)")
     },
     Check(name: "e2e-ducking-and-a-killed-ducking-client") {
@@ -376,28 +490,21 @@ let e2eChecks: [Check] = [
             sleep(.milliseconds(300))
         }
         try waitForPlaying(1)
-        var ducker: Int32 = 0
-        let heard = try listen(
-            to: [speakerCapture],
-            seconds: 4.5,
-            while: [
-                (
-                    1.0, "ducking voice starts",
-                    {
-                        ducker = try startClient(
-                            "ducker",
-                            "play --tone \(duckTone) --bus effect --category playback --duck-others --for 600"
-                        )
-                    }
-                ),
-                (3.0, "kill -9 the ducking client", { kill(ducker, SIGKILL) }),
-            ]
-        )[0]
-        let before = levels(musicTone, heard, from: 0.3, to: 0.95).min
-        // The ducking client's session starts within about 1 s (hushctl's start-up under TCG), attack 100 ms.
-        let ducked = levels(musicTone, heard, from: 2.2, to: 2.95)
-        // Killed at 3 s: R10 ends its session, the release ramp takes 500 ms.
-        let restored = levels(musicTone, heard, from: 3.8, to: 4.45).min
+        let first = try capture()
+        let ducker = try startClient(
+            "ducker",
+            "play --tone \(duckTone) --bus effect --category playback --duck-others --for 600"
+        )
+        // Playing, then the 100 ms attack.
+        try waitForPlaying(1, on: "effect")
+        let ducking = try capture()
+        kill(ducker, SIGKILL)
+        // R10 ends the killed client's session when hushd sees its connection close; the release takes 500 ms.
+        try waitForSilence(on: "effect", settle: .milliseconds(700))
+        let third = try capture()
+        let before = levels(musicTone, first, from: 0.1, to: 0.95).min
+        let ducked = levels(musicTone, ducking, from: 0.1, to: 0.95)
+        let restored = levels(musicTone, third, from: 0.1, to: 0.95).min
         print("  music \(before), ducked \(ducked), after the client was killed \(restored) dBFS")
         try require(abs(ducked.max - (before - 14)) < 1.5, "ducked by 14 dB: \(before) → \(ducked)")
         try require(abs(restored - before) < 1, "the killed client's duck is undone: \(restored)")

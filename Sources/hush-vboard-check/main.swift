@@ -4,6 +4,8 @@
 //
 // usage: hush-vboard-check [CHECK ...]   (no names: every adapter check; `--list` prints them)
 //        hush-vboard-check --end-to-end  (hushd end to end: the e2e scenario)
+//        hush-vboard-check --soak        (hushd under random events for HUSH_SOAK_SECONDS: the soak)
+//        hush-vboard-check --faults      (hushd stopped, starved, robbed of its card, killed: the faults scenario)
 
 #if canImport(Glibc)
 import Glibc
@@ -15,13 +17,21 @@ if arguments.first == "--tone", arguments.count == 3, let seconds = Double(argum
     exit(playTone(pcm: arguments[1], seconds: seconds) ? 0 : 1)
 }
 if arguments == ["--list"] {
-    for check in allChecks + e2eChecks { print(check.name) }
+    for check in allChecks + e2eChecks + faultChecks { print(check.name) }
     exit(0)
+}
+if arguments == ["--soak"] {
+    // hushd for HUSH_SOAK_SECONDS under random events and clients (board/virtual/soak/soak.sh, make soak).
+    exit(runChecks(soakChecks) ? 0 : 1)
 }
 if arguments == ["--end-to-end"] {
     // hushd as on a board, heard through snd-aloop (board/virtual/scenarios/e2e.sh); the checks build on each
     // other (the first starts hushd), so they run in order and all of them.
     exit(runChecks(e2eChecks) ? 0 : 1)
+}
+if arguments == ["--faults"] {
+    // Like --end-to-end: the first check starts hushd and the others build on it.
+    exit(runChecks(faultChecks) ? 0 : 1)
 }
 let selected = arguments.isEmpty ? allChecks : (allChecks + e2eChecks).filter { arguments.contains($0.name) }
 let unknown = arguments.filter { name in !(allChecks + e2eChecks).contains { $0.name == name } }

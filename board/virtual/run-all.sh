@@ -42,6 +42,9 @@ for program in "$check" "$hushd" "$hushctl"; do
     fi
 done
 cp "$root/board/profiles/virtual.toml" "$payload/"
+# VBOARD_EXTRA_PAYLOAD=FILE adds a file (make faults: faults.conf with the long run's lengths); VBOARD_TIMEOUT=SEC
+# overrides each scenario's timeout.
+[ -z "${VBOARD_EXTRA_PAYLOAD:-}" ] || cp "$VBOARD_EXTRA_PAYLOAD" "$payload/"
 
 passed=0
 failed=0
@@ -49,7 +52,7 @@ failures=()
 start=$(date +%s)
 for scenario in "${scenarios[@]}"; do
     after="$here/scenarios/$scenario.after"
-    if "$here/run.sh" --scenario "$scenario" --payload "$payload" &&
+    if "$here/run.sh" --scenario "$scenario" --payload "$payload" ${VBOARD_TIMEOUT:+--timeout "$VBOARD_TIMEOUT"} &&
         { [ ! -x "$after" ] || "$after" "$root/.build/virtual-board/logs/$scenario.ttyS1.log"; }; then
         passed=$((passed + 1))
     else

@@ -19,6 +19,9 @@
 #                     run after two hours)
 #
 # The guest's console (ttyS0) is logged to .build/virtual-board/logs/NAME.log.
+# A scenario NAME with an executable scenarios/NAME.operator gets its ttyS1 on a Unix socket instead of a file:
+# the operator runs on the host as `NAME.operator SOCKET LOGFILE`, keeps the port's output in LOGFILE (the
+# --serial2 file) and may type at it, as a person at a serial terminal would.
 # Exit status: 0 only when the guest's /init printed "HUSH-VBOARD-RESULT: PASS" with this run's nonce;
 # 1 when the scenario failed; 2 when there was no result (the VM did not boot, crashed or timed out) or the
 # board could not be prepared; 64 for a usage error. On anything but 0 the guest log is printed.
@@ -26,6 +29,7 @@
 # A scenario may declare, in comment lines of its own:
 #   # vboard-tools: gpiomon gpioget         host programs to copy into the guest's /usr/bin (with their libraries)
 #   # vboard-payload: FILE  how to get it   files that must be in the payload, checked before booting
+#   # vboard-timeout: SECONDS               its default --timeout, for scenarios longer than 180 s
 #
 # Environment: VBOARD_ACCEL=kvm to use KVM where it works (default tcg); VBOARD_KERNEL=ABI (see setup.sh).
 set -euo pipefail
@@ -40,6 +44,7 @@ die() { echo "run.sh: $*" >&2; exit 2; }
 scenario=""
 payloads=()
 timeout=180
+timeout_given=0
 serial2=""
 memory=1024
 cpus=2
@@ -51,7 +56,7 @@ while [ $# -gt 0 ]; do
             case "$1" in
                 --scenario) scenario="$2" ;;
                 --payload) payloads+=("$2") ;;
-                --timeout) timeout="$2" ;;
+                --timeout) timeout="$2"; timeout_given=1 ;;
                 --serial2) serial2="$2" ;;
                 --memory) memory="$2" ;;
                 --cpus) cpus="$2" ;;
@@ -71,6 +76,8 @@ if [[ "$scenario" == */* ]]; then # a path: a scenario kept outside the reposito
     scenario=$(basename "$scenario" .sh)
 fi
 [ -f "$scenario_file" ] || { echo "run.sh: no scenario '$scenario' (no $scenario_file); scenarios: $available" >&2; exit 64; }
+declared_timeout=$(sed -n 's/^# vboard-timeout: *\([0-9]*\).*/\1/p' "$scenario_file" | head -1)
+[ "$timeout_given" = 1 ] || [ -z "$declared_timeout" ] || timeout="$declared_timeout"
 for number in "$timeout" "$memory" "$cpus"; do
     [[ "$number" =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$number' is not a positive whole number" >&2; exit 64; }
 done
@@ -200,6 +207,15 @@ log="$cache/logs/$scenario.log"
 [ -n "$serial2" ] || serial2="$cache/logs/$scenario.ttyS1.log"
 mkdir -p "$(dirname "$serial2")"
 : >"$serial2"
+serial2_option=("-serial" "file:$serial2")
+operator_pid=""
+operator="${scenario_file%.sh}.operator"
+if [ -x "$operator" ]; then
+    serial2_socket="$work/ttyS1.sock"
+    serial2_option=("-chardev" "socket,id=ttyS1,path=$serial2_socket,server=on,wait=off" "-serial" "chardev:ttyS1")
+    "$operator" "$serial2_socket" "$serial2" >"$cache/logs/$scenario.operator.log" 2>&1 &
+    operator_pid=$!
+fi
 accel="${VBOARD_ACCEL:-tcg}"
 echo "virtual board: scenario '$scenario' on $abi ($accel, $cpus CPUs, $memory MB, initramfs $(du -h "$initrd" | cut -f1)); log $log"
 set +e
@@ -208,9 +224,14 @@ timeout -k 5 "$timeout" qemu-system-x86_64 \
     -nodefaults -nographic -no-reboot \
     -kernel "$kernel" -initrd "$initrd" \
     -append "console=ttyS0 panic=-1 loglevel=4 edd=off mitigations=off rdinit=/init" \
-    -serial stdio -serial "file:$serial2" -monitor none \
+    -serial stdio "${serial2_option[@]}" -monitor none \
     </dev/null >"$log" 2>&1
 status=$?
+if [ -n "$operator_pid" ]; then
+    # The port closed with qemu: the operator ends by itself; what it did is in its log.
+    timeout 10 tail --pid="$operator_pid" -f /dev/null || kill "$operator_pid" 2>/dev/null
+    sed 's/^/  operator: /' "$cache/logs/$scenario.operator.log"
+fi
 set -e
 t2=$(date +%s%N)
 elapsed() { local ns=$(($2 - $1)); printf '%d.%d' $((ns / 1000000000)) $((ns % 1000000000 / 100000000)); }

@@ -5,7 +5,8 @@
 #   board/virtual/setup.sh
 #
 # 1. Installs the Debian packages that are missing: qemu-system-x86, busybox-static, cpio, xz-utils, kmod, make,
-#    gpiod (libgpiod's tools, used by the smoke scenario), alsa-utils (amixer, for the adapters scenario), and a
+#    gpiod (libgpiod's tools, used by the smoke scenario), alsa-utils (amixer, for the adapters scenario),
+#    stress-ng (CPU load for the faults scenario), and a
 #    Debian 6.1 kernel: linux-image-amd64, the kernel image it points to, linux-headers for exactly that image and linux-source-6.1 of the same version.
 #    The kernel is only booted inside qemu; the host's own kernel is not touched and no reboot is needed.
 # 2. Unpacks the kernel image once (qemu boots the uncompressed vmlinux faster) into .build/virtual-board/.
@@ -59,7 +60,7 @@ apt_install() {
 
 # 1a. Tools.
 missing=()
-for package in qemu-system-x86 busybox-static cpio xz-utils kmod make gpiod alsa-utils linux-image-amd64; do
+for package in qemu-system-x86 busybox-static cpio xz-utils kmod make gpiod alsa-utils stress-ng linux-image-amd64; do
     installed "$package" || missing+=("$package")
 done
 if [ ${#missing[@]} -gt 0 ]; then

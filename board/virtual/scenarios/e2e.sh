@@ -3,6 +3,7 @@
 # card, output to snd-aloop, its console on /dev/ttyS1 (the host keeps it in logs/e2e.ttyS1.log and checks it
 # afterwards: board/virtual/scenarios/e2e.after). hushctl clients play a tone per bus; hush-vboard-check drives
 # the hardware and listens on the loopback's capture side.
+# vboard-timeout: 360
 # vboard-payload: hush-vboard-check  build it with 'swift build --product hush-vboard-check'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'; run-all.sh passes it
