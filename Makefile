@@ -28,11 +28,32 @@ build: deps
 run: build
 	$(SWIFT) run hushd
 
-## test: format check, overlays, the virtual board (real kernel drivers in a VM), every unit test.
+## test: format check, overlays, the virtual board (real kernel drivers in a VM: adapters, end to end, faults),
+## every unit test, then the quick hardening runs: every fuzz harness replays its corpus and known crash inputs,
+## and 3 hours of soak on the simulated clock (docs/reliability.md). The real-time soak in the VM is `make soak`:
+## 90 s is too short for hushd's RSS to settle within 64 KiB after warm-up.
 test: deps lint boards deploy-check
 	$(SWIFT) build --build-tests
 	board/virtual/run-all.sh
 	$(SWIFT) test
+	$(MAKE) fuzz-replay
+	$(MAKE) soak-render-quick
+
+## faults: the faults scenario at length (LOAD_SECONDS of stress-ng with three buses, SWEEP_SECONDS per period,
+## CYCLES device removals); make test runs it quick (8 s, 4 s, 3).
+LOAD_SECONDS ?= 240
+SWEEP_SECONDS ?= 60
+CYCLES ?= 20
+.PHONY: faults
+faults: deps
+	$(SWIFT) build --product hush-vboard-check
+	$(SWIFT) build --product hushd
+	$(SWIFT) build --product hushctl
+	@mkdir -p .build/virtual-board/faults-conf
+	printf 'load_seconds=%s\nsweep_seconds=%s\ncycles=%s\n' $(LOAD_SECONDS) $(SWEEP_SECONDS) $(CYCLES) \
+	  >.build/virtual-board/faults-conf/faults.conf
+	VBOARD_EXTRA_PAYLOAD=.build/virtual-board/faults-conf/faults.conf VBOARD_TIMEOUT=$$(( $(LOAD_SECONDS) \
+	  + 7 * $(SWEEP_SECONDS) + 4 * $(CYCLES) + 400 )) board/virtual/run-all.sh faults
 
 ## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy).
 vboard: deps
@@ -40,9 +61,75 @@ vboard: deps
 	$(SWIFT) build --product hushd
 	board/virtual/run-all.sh
 
+## test-sanitizers: every Swift test target under AddressSanitizer (with LeakSanitizer), then ThreadSanitizer;
+## fails on any report, the spawned hushd and hushctl included (sanitizers/run.sh, docs/reliability.md#sanitizers).
+.PHONY: test-sanitizers test-asan test-tsan
+test-sanitizers: test-asan test-tsan
+
+test-asan: deps
+	SWIFT="$(SWIFT)" sanitizers/run.sh address
+
+test-tsan: deps
+	SWIFT="$(SWIFT)" sanitizers/run.sh thread
+
+## fuzz: every libFuzzer harness (a package of its own, Fuzz/) for FUZZ_SECONDS each (FUZZ_RUNS caps the
+## executions), after replaying its corpus and known crashes; fails on a finding. Fuzz/README.md, docs/reliability.md.
+## fuzz-quick: the same, a few seconds each: the corpus and Fuzz/Regressions replayed, so a fixed crash stays fixed.
+FUZZ_SECONDS ?= 600
+FUZZ_RUNS ?=
+.PHONY: fuzz fuzz-quick fuzz-replay
+## fuzz-replay: only the corpus and Fuzz/Regressions through every harness (make test): a fixed crash stays fixed.
+fuzz-replay: deps
+	SWIFT=$(SWIFT) Fuzz/run.sh --replay
+
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) SWIFT=$(SWIFT) Fuzz/run.sh
+
+fuzz-quick: deps
+	FUZZ_SECONDS=5 FUZZ_RUNS= SWIFT=$(SWIFT) Fuzz/run.sh
+
 ## bench: the benchmarks (a package of their own, Benchmarks/): see docs/performance.md.
 bench: deps
 	Benchmarks/run.sh
+
+## load: the control socket under issue 6's full load against a real hushd (docs/reliability.md); make test runs
+## a quick version.
+.PHONY: load powercut
+load: deps
+	$(SWIFT) build --build-tests
+	HUSH_LOAD=full $(SWIFT) test --skip-build --filter ControlLoadTests
+
+## powercut: N SIGKILLs (default 1000) of a real hushd during volume changes; make test runs 40.
+powercut: N ?= 1000
+powercut: deps
+	$(SWIFT) build --build-tests
+	HUSH_POWERCUT_KILLS=$(N) $(SWIFT) test --skip-build --filter PowerCutTests
+
+## soak: hushd for DURATION (default 30m; 90s, 2h, or seconds) in the virtual board under random events and
+## sessions, and a random scenario of 24 times DURATION (at most 23.9 h) through hushd render on the simulated
+## clock; RSS growth after warm-up at most 64 KiB, descriptors constant, no underrun (docs/reliability.md#soak).
+## soak-quick: 3 simulated hours and 90 s in the VM; make test runs it.
+.PHONY: soak soak-quick soak-render-quick
+soak-render-quick: deps
+	$(SWIFT) build --product hushd
+	soak/render-soak.sh 10800
+
+soak: DURATION ?= 30m
+soak: deps
+	$(SWIFT) build --product hushd
+	$(SWIFT) build --product hushctl
+	$(SWIFT) build --product hush-vboard-check
+	@seconds=$$(echo "$(DURATION)" | awk '/^[0-9]+[smh]?$$/ { n = $$0 + 0; u = substr($$0, length($$0)); \
+	  print (u == "m" ? n * 60 : u == "h" ? n * 3600 : n) }'); \
+	[ -n "$$seconds" ] && [ "$$seconds" -ge 40 ] || { echo "make soak: DURATION=$(DURATION): say 90s, 30m, 2h (40 s or more)"; exit 64; }; \
+	simulated=$$((seconds * 24 < 86000 ? seconds * 24 : 86000)); \
+	soak/render-soak.sh $$simulated && soak/vboard-soak.sh $$seconds
+
+soak-quick: deps
+	$(SWIFT) build --product hushd
+	$(SWIFT) build --product hushctl
+	$(SWIFT) build --product hush-vboard-check
+	soak/render-soak.sh 10800 && soak/vboard-soak.sh 90
 
 ## plots: the timeline pictures docs/images/timeline-*.svg, drawn by hushd render --plot from docs/scenarios.
 PLOTS := silence-switch unplug ringtone ducking silence-and-unplug
@@ -71,4 +158,4 @@ format:
 	$(SWIFT) format -i -r Package.swift Sources Tests
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-asan .build-tsan Fuzz/.build
