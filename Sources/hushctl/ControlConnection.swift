@@ -13,7 +13,9 @@ struct ClientFailure: Error, CustomStringConvertible {
 /// One connection to hushd's control socket. hushctl may block: it is a one-shot client, not the daemon.
 final class ControlConnection {
     let path: String
-    let fd: Int32
+    /// -1 once closed. A throwing init closes it itself: `deinit` still runs then, and must not close it again
+    /// (the number may belong to another descriptor by then).
+    private(set) var fd: Int32
     private var input = LineBuffer(maxLineBytes: 1 << 24)
     private var lines: [[UInt8]] = []
     private var nextID: Int64 = 1
@@ -34,6 +36,7 @@ final class ControlConnection {
         let capacity = MemoryLayout.size(ofValue: address.sun_path)
         guard bytes.count < capacity else {
             close(fd)
+            fd = -1
             throw ClientFailure("hushctl: cannot connect to \(path): the path is longer than \(capacity - 1) bytes")
         }
         address.sun_family = sa_family_t(AF_UNIX)
@@ -51,11 +54,12 @@ final class ControlConnection {
         guard result == 0 else {
             let code = errno
             close(fd)
+            fd = -1
             throw ClientFailure("hushctl: cannot connect to \(path): " + Self.explain(code))
         }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     static func explain(_ code: Int32) -> String {
         switch code {

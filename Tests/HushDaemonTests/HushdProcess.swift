@@ -212,7 +212,9 @@ final class HushdConnection {
         }
         guard result == 0 else {
             let code = errno
-            Glibc.close(fd)
+            // deinit runs after a throw from a fully initialised object: closing twice would close whatever
+            // descriptor another test has opened under the same number since (a state file read got EBADF).
+            close()
             throw HushdTestFailure("cannot connect to \(path): \(String(cString: strerror(code)))")
         }
     }
