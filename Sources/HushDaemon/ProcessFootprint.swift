@@ -9,7 +9,7 @@ import Glibc
 /// `hushd render --soak` samples it over hours of simulated time to show that nothing grows per event or per
 /// session (issue 6's soak, docs/reliability.md#soak). Read from /proc/self and glibc's malloc statistics.
 struct ProcessFootprint: Equatable, Sendable {
-    /// VmRSS from /proc/self/status, in KiB.
+    /// The resident set (Rss of /proc/self/smaps_rollup), in KiB.
     var residentKiB: Int
     /// Bytes malloc has handed out and not had back.
     var heapBytes: Int
@@ -25,17 +25,24 @@ struct ProcessFootprint: Equatable, Sendable {
         )
     }
 
+    /// The resident set from /proc/self/smaps_rollup, which the kernel counts by walking the page tables: exact.
+    /// VmRSS in /proc/self/status is read from per-CPU counters that can lag by hundreds of KiB in a process with
+    /// several threads (a 4 MiB block touched on one thread read +0 KiB), too coarse for a 64 KiB bound.
     private static func residentKiB() -> Int {
-        guard let file = fopen("/proc/self/status", "r") else { return -1 }
+        kibibytes(of: "Rss:", in: "/proc/self/smaps_rollup") ?? kibibytes(of: "VmRSS:", in: "/proc/self/status") ?? -1
+    }
+
+    /// The number of KiB on the line of `path` that starts with `key`, as in "Rss:   26204 kB".
+    private static func kibibytes(of key: String, in path: String) -> Int? {
+        guard let file = fopen(path, "r") else { return nil }
         defer { fclose(file) }
         var buffer = [CChar](repeating: 0, count: 256)
         while fgets(&buffer, Int32(buffer.count), file) != nil {
             let line = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard line.hasPrefix("VmRSS:") else { continue }
-            // "VmRSS:	   26204 kB"
-            return Int(line.dropFirst(6).filter(\.isNumber)) ?? -1
+            guard line.hasPrefix(key) else { continue }
+            return Int(line.dropFirst(key.count).filter(\.isNumber))
         }
-        return -1
+        return nil
     }
 
     private static func descriptorCount() -> Int {

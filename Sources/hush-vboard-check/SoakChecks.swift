@@ -9,7 +9,7 @@ import Glibc
 // The real-time soak (issue 6, docs/reliability.md#soak; board/virtual/soak/soak.sh): hushd on the virtual profile
 // for HUSH_SOAK_SECONDS of wall time while random hardware events (silence switch, volume taps and holds, the jack
 // from ALSA and from evdev, media keys) and hushctl clients (sessions on every bus that play, duck, end, or whose
-// client is killed; volume, ringer and route changes) keep coming. hushd's VmRSS and open descriptors are read from
+// client is killed; volume, ringer and route changes) keep coming. hushd's resident set (smaps_rollup Rss) and open descriptors are read from
 // /proc every few seconds and its underrun count from `hushctl --json status`.
 
 /// What one sample of hushd saw.
@@ -39,8 +39,11 @@ private func sampleHushd(_ pid: Int32, at seconds: Double) throws -> SoakSample 
     guard let statusText = readWholeFile("/proc/\(pid)/status") else {
         throw CheckFailure("hushd (pid \(pid)) is gone after \(seconds) s")
     }
-    let rssLine = statusText.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-    guard let rss = Int(rssLine.filter(\.isNumber)) else { throw CheckFailure("no VmRSS for hushd: '\(rssLine)'") }
+    // Rss from smaps_rollup, counted from the page tables; VmRSS comes from per-CPU counters that can lag by more
+    // than the 64 KiB the soak allows.
+    let rollup = readWholeFile("/proc/\(pid)/smaps_rollup") ?? statusText
+    let rssLine = rollup.split(separator: "\n").first { $0.hasPrefix("Rss:") || $0.hasPrefix("VmRSS:") } ?? ""
+    guard let rss = Int(rssLine.filter(\.isNumber)) else { throw CheckFailure("no Rss for hushd: '\(rssLine)'") }
     let output = try status()["output"] as? [String: Any] ?? [:]
     guard let underruns = output["xruns"] as? Int else { throw CheckFailure("status has no output.xruns: \(output)") }
     return SoakSample(

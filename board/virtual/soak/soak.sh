@@ -2,7 +2,7 @@
 # Not in board/virtual/scenarios/, so run-all.sh (make test) does not run it: soak/vboard-soak.sh (make soak,
 # make soak-quick) does, with a payload of its own whose soak.env sets HUSH_SOAK_SECONDS and HUSH_SOAK_SEED.
 # hush-vboard-check --soak starts hushd, drives the gpio-sim lines, the "Headphone Jack" control, the uinput keys
-# and hushctl clients at random, and samples hushd's VmRSS, descriptors and underruns.
+# and hushctl clients at random, and samples hushd's resident set (smaps_rollup Rss), descriptors and underruns.
 # vboard-payload: hush-vboard-check  build it with 'swift build --product hush-vboard-check'
 # vboard-payload: hushd  build it with 'swift build --product hushd'
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'
