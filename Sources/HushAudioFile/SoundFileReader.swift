@@ -51,7 +51,7 @@ public final class SoundFileReader {
             var error: Int32 = 0
             converter = src_new(Int32(SRC_SINC_MEDIUM_QUALITY), Int32(channels), &error)
             guard converter != nil else {
-                sf_close(file)
+                // Fully initialised: deinit closes the file (closing it here as well would close it twice).
                 throw SoundFileError(path: path, reason: "no rate converter: \(String(cString: src_strerror(error)))")
             }
         } else {

@@ -141,6 +141,9 @@ public final class ControlServer: LoopParticipant {
             guard listen(fd, 16) == 0 else { throw UnixSocket.error("listen on the control socket", path, errno) }
         } catch {
             Glibc.close(fd)
+            // A throw after socketGroup is set (listen) leaves self fully initialised, so deinit runs and calls
+            // close(): it must not close the number again (it may belong to another descriptor by then).
+            listener = -1
             unlink(path)
             throw error
         }

@@ -31,7 +31,9 @@ struct DecodingTests {
 
     @Test("every format decodes to the same tone", arguments: encodings)
     func formats(name: String, encoding: SoundFile.Encoding, suffix: String) throws {
-        let path = scratch("formats") + "/tone-\(suffix)-\(name.count).\(suffix)"
+        // One file per case (the cases run in parallel): "WAV 16-bit" → tone-wav-16-bit.wav.
+        let stem = String(name.lowercased().map { $0.isLetter || $0.isNumber ? $0 : "-" })
+        let path = scratch("formats") + "/tone-\(stem).\(suffix)"
         try SoundFile.write(sine(1000, seconds: 0.5, rate: 48000, channels: 2), to: path, encoding: encoding)
         let buffer = try SoundFile.load(path, sampleRate: 48000)
         #expect(buffer.channels == 2 && buffer.sampleRate == 48000)
