@@ -114,8 +114,20 @@ public final class AudioController {
         retiring.removeAll { mixer.isReleased($0.ring) }
     }
 
-    /// Gives `session` its sound, replacing any it had; it starts paused (play it with `.play`).
+    /// Gives `session` its sound, replacing any it had. The sound starts paused (play it with `.play`), unless the
+    /// session is playing already: then the new sound replaces the old at once, at the session's gain, because the
+    /// policy answers a second `.play` with "already playing" and no command.
     public func attach(_ sound: Sound, to session: SessionID, loop: Bool) throws(SoundError) {
+        try attachSound(sound, to: session, loop: loop)
+        continueIfPlaying(session)
+    }
+
+    /// A playing session's new sound starts where the policy left the session: playing, at its gain.
+    private func continueIfPlaying(_ session: SessionID) {
+        if policy.session(session)?.isPlaying == true { mixer.apply(.resume(session)) }
+    }
+
+    private func attachSound(_ sound: Sound, to session: SessionID, loop: Bool) throws(SoundError) {
         guard let record = policy.session(session) else {
             throw SoundError(description: "there is no \(session)")
         }
@@ -180,6 +192,7 @@ public final class AudioController {
         } catch {
             throw SoundError(description: error.description)
         }
+        continueIfPlaying(session)
     }
 
     /// The sessions that have a sound.

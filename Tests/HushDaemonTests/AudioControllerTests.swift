@@ -96,6 +96,41 @@ struct AudioControllerTests {
         #expect(controller.mixer.knownSessions.isEmpty, "\(controller.mixer.knownSessions)")
     }
 
+    /// hushctl play into a session that is playing replaces its sound: the policy answers the second `play` with
+    /// "already playing" and no command, so the new sound must start by itself, and at the session's gain.
+    @Test("a sound that replaces a playing one is heard at once, a paused session's stays paused")
+    func replacedWhilePlaying() throws {
+        let controller = Self.controller()
+        controller.start(at: .zero)
+        let music = SessionID(1)
+        controller.handle(.activate(music, client: ClientID(1), .init(bus: .music, category: .playback)), at: .zero)
+        func level(_ frames: Int) -> Double {
+            var pcm = [Int16](repeating: 0, count: frames * 2)
+            for period in 0..<(frames / 64) {
+                pcm.withUnsafeMutableBytes {
+                    controller.engine.render(frames: 64, into: $0.baseAddress! + period * 64 * 4, sampleFormat: .s16LE)
+                }
+            }
+            let left = pcm.enumerated().filter { $0.offset % 2 == 0 }.map { Float($0.element) / 32768 }
+            return ToneAnalysis.level(of: 1000, in: left[(frames / 2)...], sampleRate: 48000)
+        }
+        try controller.attach(.tone(440), to: music, loop: true)
+        controller.handle(.play(music), at: .milliseconds(10))
+        _ = level(4800)
+        try controller.attach(.tone(1000), to: music, loop: true)
+        controller.handle(.play(music), at: .milliseconds(20))
+        let playing = level(9600)
+        #expect(playing > -40, "the new 1 kHz sound is at \(playing) dBFS")
+        controller.handle(.pause(music), at: .milliseconds(30))
+        _ = level(4800)
+        try controller.attach(.tone(1000), to: music, loop: true)
+        let paused = level(9600)
+        #expect(paused < -90, "a paused session's new sound plays at \(paused) dBFS")
+        controller.handle(.play(music), at: .milliseconds(40))
+        let resumed = level(9600)
+        #expect(abs(resumed - playing) < 0.5, "resumed at \(resumed) dBFS, played at \(playing)")
+    }
+
     @Test("a sound inside is played; a missing one is named")
     func inside() throws {
         let controller = Self.controller()
