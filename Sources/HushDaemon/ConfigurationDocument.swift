@@ -70,6 +70,7 @@ struct ConfigurationNode: Sendable {
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
             case "\t": out += "\\t"
+            case "\r": out += "\\r"
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F {
                     let hex = String(scalar.value, radix: 16, uppercase: true)

@@ -406,27 +406,8 @@ public final class StateStore {
         return bare ? name : quoted(name)
     }
 
-    /// A TOML basic string.
-    private static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    let hex = String(scalar.value, radix: 16, uppercase: true)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
-    }
+    /// A TOML basic string (the configuration writes its strings the same way).
+    private static func quoted(_ text: String) -> String { ConfigurationNode.quoted(text) }
 }
 
 extension StringProtocol {

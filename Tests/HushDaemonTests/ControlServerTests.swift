@@ -258,7 +258,7 @@ struct ControlServerTests {
 
     @Test("the socket gets its mode; close removes it")
     func socketFile() throws {
-        let directory = try ControlTestDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-control")
         let path = directory.path + "/control.sock"
         let server = try ControlServer(
             path: path,
@@ -277,7 +277,7 @@ struct ControlServerTests {
 
     @Test("a stale socket is removed; a live hushd's socket, a file and a missing group are refused clearly")
     func startUpRefusals() throws {
-        let directory = try ControlTestDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-control")
         let path = directory.path + "/control.sock"
         let log = ControlTestLog()
         // A stale socket: bound, then its owner gone.
@@ -344,7 +344,7 @@ struct ControlServerTests {
         .enabled(if: getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0 && access("/usr/bin/python3", X_OK) == 0)
     )
     func refusedPeer() throws {
-        let directory = try ControlTestDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-control")
         chmod(directory.path, 0o755)
         let fixture = try ControlFixture(directory: directory, mode: 0o666)
         // nobody (65534), in no group of ours, runs a tiny client that prints what hushd answers.
@@ -581,14 +581,14 @@ struct HushctlTests {
 
 /// A server in a temporary directory with a fake handler, and the loop that drives it.
 private final class ControlFixture {
-    let directory: ControlTestDirectory
+    let directory: ScratchDirectory
     let path: String
     let server: ControlServer
     let handler: FakeControlHandler
     let log = ControlTestLog()
 
-    init(directory: ControlTestDirectory? = nil, limits: ControlLimits = ControlLimits(), mode: mode_t = 0o660) throws {
-        self.directory = try directory ?? ControlTestDirectory()
+    init(directory: ScratchDirectory? = nil, limits: ControlLimits = ControlLimits(), mode: mode_t = 0o660) throws {
+        self.directory = try directory ?? ScratchDirectory(prefix: "hush-control")
         path = self.directory.path + "/control.sock"
         server = try ControlServer(path: path, mode: mode, limits: limits, logger: log.logger)
         handler = FakeControlHandler()
@@ -803,31 +803,6 @@ private final class ControlTestClient {
         }
         Issue.record("the connection was not closed")
         return text
-    }
-}
-
-/// A directory removed with everything in it when the test ends.
-private final class ControlTestDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array("/tmp/hush-control-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        try #require(made != nil)
-        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    deinit {
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                    String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-                if name != "." && name != ".." { unlink(path + "/" + name) }
-            }
-            closedir(directory)
-        }
-        rmdir(path)
     }
 }
 

@@ -39,7 +39,7 @@ struct SerialConsoleTests {
                 && "\(error)".contains("921600, 1000000, 1500000, 2000000, 3000000")
                 && "\(error)".contains(pty.slavePath)
         }
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-console")
         let file = directory.path + "/console.log"
         let fd = open(file, O_CREAT | O_WRONLY, 0o600)
         close(fd)
@@ -108,7 +108,7 @@ struct SerialConsoleTests {
 
     @Test("the terminal going away is noticed, logged once, retried with backoff; onConnect runs on its return")
     func reconnect() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-console")
         let link = directory.path + "/console"
         let first = try PseudoTerminal()
         #expect(symlink(first.slavePath, link) == 0)
@@ -172,7 +172,7 @@ struct SerialConsoleTests {
 
     @Test("a device that does not exist yet is no error: logged once, opened when it appears")
     func absentAtStart() throws {
-        let directory = try TemporaryDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-console")
         let link = directory.path + "/ttyGS0"
         let log = ConsoleLog()
         let console = try SerialConsole(device: link, baud: 115_200, logger: log.logger)
@@ -311,31 +311,6 @@ struct SerialConsoleTests {
 }
 
 private func descriptorFlags(_ fd: Int32) -> Int32 { fcntl(fd, F_GETFL) }
-
-/// A directory removed with everything in it when the test ends.
-private final class TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array("/tmp/hush-console-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        try #require(made != nil)
-        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    deinit {
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                    String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-                if name != "." && name != ".." { unlink(path + "/" + name) }
-            }
-            closedir(directory)
-        }
-        rmdir(path)
-    }
-}
 
 /// Keeps what the console logs at notice and above.
 private final class ConsoleLog: Sendable {

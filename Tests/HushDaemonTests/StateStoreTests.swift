@@ -21,7 +21,7 @@ struct StateStoreTests {
 
     @Test("what is saved is what the next start loads; the text is the documented TOML")
     func roundTrip() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         let (logger, log) = StateLog.logger()
         let store = StateStore(path: path, logger: logger)
@@ -45,7 +45,7 @@ struct StateStoreTests {
 
     @Test("no file: the defaults, said as info, and nothing set aside")
     func missingFile() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let (logger, log) = StateLog.logger()
         #expect(StateStore(path: directory.path + "/state", logger: logger).load() == nil)
         #expect(
@@ -59,7 +59,7 @@ struct StateStoreTests {
 
     @Test("the directory is created when missing, with mode 0755")
     func createsDirectory() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/var/lib/hush/state"
         let store = StateStore(path: path, logger: StateLog.logger().0)
         store.save(Self.sample, now: .zero)
@@ -71,7 +71,7 @@ struct StateStoreTests {
 
     @Test("a temporary file left by a crash before the rename is ignored, and the next write replaces it")
     func strayTemporaryFile() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         StateStore(path: path, logger: StateLog.logger().0).save(Self.sample, now: .zero)
         // What a crash between write and rename leaves: a half-written temporary file beside the old state.
@@ -89,7 +89,7 @@ struct StateStoreTests {
 
     @Test("at most one write per interval; the last wish wins; flush writes at the deadline")
     func rateLimit() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         let store = StateStore(path: path, interval: .seconds(1), logger: StateLog.logger().0)
         func onDisk() -> VolumeStep? {
@@ -191,7 +191,7 @@ struct StateStoreTests {
         arguments: corruptions
     )
     func corruptFileIsSetAside(_ corruption: Corruption) throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         try corruption.text.write(toFile: path, atomically: false, encoding: .utf8)
         let (logger, log) = StateLog.logger()
@@ -226,7 +226,7 @@ struct StateStoreTests {
 
     @Test("bytes that are not UTF-8 are corrupt too")
     func notUTF8() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         try Data([0x73, 0x63, 0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: path))
         let (logger, log) = StateLog.logger()
@@ -236,7 +236,7 @@ struct StateStoreTests {
 
     @Test("two corrupt files in the same second keep both copies")
     func corruptCopiesDoNotCollide() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         for _ in 0..<2 {
             try "garbage".write(toFile: path, atomically: false, encoding: .utf8)
@@ -249,7 +249,7 @@ struct StateStoreTests {
 
     @Test("a directory that cannot be created: logged once, retried, written once it can be")
     func unwritableDirectory() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         // A regular file where the state directory should be: mkdir fails with ENOTDIR for root and others alike.
         let blocker = directory.path + "/lib"
         try "not a directory".write(toFile: blocker, atomically: false, encoding: .utf8)
@@ -280,7 +280,7 @@ struct StateStoreTests {
 
     @Test("a directory hush may not write to: permission denied, logged once, never a crash")
     func permissionDenied() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         // Root writes through any mode bits, but not into sysfs.
         let parent = geteuid() == 0 ? "/sys/kernel" : directory.path + "/locked"
         if geteuid() != 0 {
@@ -374,7 +374,7 @@ struct StateStoreKillTests {
     /// docs/state-and-controls.md.
     @Test("a writer killed at random moments always leaves the old state or the new, never a broken file")
     func killedWriter() throws {
-        let directory = try ScratchDirectory()
+        let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         let (logger, log) = StateLog.logger()
         StateStore(path: path, logger: logger).save(volumes(encoding: 0), now: .zero)
@@ -450,24 +450,6 @@ struct StateStoreKillTests {
 private struct StateTestFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// A directory under /tmp, removed with everything in it when the value goes away.
-private final class ScratchDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array("/tmp/hush-state-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw StateTestFailure("cannot create a temporary directory: \(String(cString: strerror(errno)))")
-        }
-        path = String(cString: made)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    /// The names in the directory, sorted.
-    func entries() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: path).sorted() }
 }
 
 /// Records what the store logs, by level.
