@@ -22,7 +22,13 @@ harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] && harnesses=("${all[@]}")
 
 SWIFT="${SWIFT:-swift}"
-build=("$SWIFT" build --package-path "$fuzz" -c release --sanitize fuzzer --sanitize address -Xswiftc -parse-as-library)
+# `--sanitize fuzzer --sanitize address` alone is not enough: SwiftPM passes swiftc `-sanitize=fuzzer` and
+# `-sanitize=address` in an order that changes from build to build, and for swiftc the last one wins, so a build
+# had either libFuzzer's coverage counters or AddressSanitizer in hush's Swift code, never both. The combined
+# `-sanitize=fuzzer,address` comes after them on every swiftc command line. (clang adds up its -fsanitize flags,
+# so TOMLKit's C++ always had both.)
+build=("$SWIFT" build --package-path "$fuzz" -c release --sanitize fuzzer --sanitize address
+    -Xswiftc "-sanitize=fuzzer,address" -Xswiftc -parse-as-library)
 echo "== building the fuzz harnesses: ${build[*]}"
 mkdir -p "$fuzz/.build/logs"
 if ! "${build[@]}" >"$fuzz/.build/logs/build.log" 2>&1; then
@@ -32,6 +38,32 @@ if ! "${build[@]}" >"$fuzz/.build/logs/build.log" 2>&1; then
 fi
 grep -E "Build complete" "$fuzz/.build/logs/build.log"
 bin="$("${build[@]}" --show-bin-path)"
+
+# Every hush module must carry both libFuzzer's coverage counters (a __sancov_cntrs section) and
+# AddressSanitizer's checks (calls to __asan_*), or the build starts again from clean: objects built before the
+# flag above had only one of the two.
+instrumented() {
+    local module objects
+    for module in HushCore HushProtocol HushDaemon HushAudioFile; do
+        objects=("$bin/$module.build"/*.o)
+        # grep reads everything (no -q): with pipefail, a writer cut short by grep's early exit fails the test.
+        if [ ! -e "${objects[0]}" ] || ! objdump -h "${objects[@]}" | grep __sancov_cntrs >/dev/null ||
+            ! nm "${objects[@]}" 2>/dev/null | grep __asan_ >/dev/null; then
+            echo "$module"
+            return 1
+        fi
+    done
+}
+if ! missing=$(instrumented); then
+    echo "== $missing was built without coverage counters or AddressSanitizer: building the harnesses again from clean"
+    rm -rf "$fuzz/.build/$(uname -m)-unknown-linux-gnu" "$fuzz/.build/release" "$fuzz/.build/release.yaml" \
+        "$fuzz/.build/build.db"
+    if ! "${build[@]}" >"$fuzz/.build/logs/build.log" 2>&1 || ! missing=$(instrumented); then
+        echo "FAIL: the fuzz harnesses have no coverage counters in ${missing:-the hush modules} (Fuzz/.build/logs/build.log)"
+        exit 1
+    fi
+    grep -E "Build complete" "$fuzz/.build/logs/build.log"
+fi
 
 # Leaks in code that is not hush's are suppressed, each with its reason (lsan.supp). Swift's own crash
 # backtracer is off: it reads freed memory while the process dies and buries AddressSanitizer's report.

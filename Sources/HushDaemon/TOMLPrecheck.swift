@@ -1,7 +1,11 @@
-/// Finds the one kind of TOML error that TOMLKit 0.6.0's parser (toml++ 3, built with assertions) does not report
-/// but aborts the process on: a table header whose name does not start right after the bracket, as in `[  ` at
-/// the end of a line (toml++ asserts "is_bare_key_character(*cp) || is_string_delimiter(*cp)" in parse_key).
-/// Found by Fuzz/ (fuzz-state, fuzz-config): four bytes of a corrupt state file stopped hushd at every start.
+/// Finds the kinds of TOML error that TOMLKit 0.6.0's parser (toml++ 3, built with assertions) does not report
+/// but aborts the process on:
+/// - a table header whose name does not start right after the bracket, as in `[  ` at the end of a line (toml++
+///   asserts "is_bare_key_character(*cp) || is_string_delimiter(*cp)" in parse_key). Found by Fuzz/ (fuzz-state,
+///   fuzz-config): four bytes of a corrupt state file stopped hushd at every start.
+/// - a `}` where an array expects a value, as in `i=[}` or `i=[1,}` (toml++ asserts "!is_value_terminator(*cp)"
+///   in parse_value). Found by fuzz-config once it had both coverage and AddressSanitizer; any bracket that closes
+///   what it did not open is reported, since none is valid TOML.
 ///
 /// A small scanner, not a parser: it follows strings, comments and the brackets of values closely enough to tell
 /// a header (a `[` where a line's statement starts) from an array, and leaves every other error to TOMLKit.
@@ -13,7 +17,7 @@ enum TOMLPrecheck {
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         var line = 1
         var lineStart = index
-        var depth = 0  // brackets and braces open in the current value
+        var open: [(bracket: UInt8, line: Int, column: Int)] = []  // brackets and braces open in the current value
         var statementStart = true  // nothing but spaces since the line began, outside any value
 
         func at(_ offset: Int) -> UInt8? { index + offset < bytes.count ? bytes[index + offset] : nil }
@@ -48,7 +52,7 @@ enum TOMLPrecheck {
                 line += 1
                 lineStart = index + 1
                 index += 1
-                if depth == 0 { statementStart = true }
+                if open.isEmpty { statementStart = true }
             case UInt8(ascii: " "), UInt8(ascii: "\t"):
                 index += 1
             case UInt8(ascii: "#"):
@@ -78,10 +82,21 @@ enum TOMLPrecheck {
                 while index < bytes.count && bytes[index] != UInt8(ascii: "\n") { index += 1 }
             case UInt8(ascii: "["), UInt8(ascii: "{"):
                 statementStart = false
-                depth += 1
+                open.append((byte, line, index - lineStart + 1))
                 index += 1
             case UInt8(ascii: "]"), UInt8(ascii: "}"):
-                depth = max(0, depth - 1)
+                let opener = byte == UInt8(ascii: "]") ? UInt8(ascii: "[") : UInt8(ascii: "{")
+                if let innermost = open.last, innermost.bracket != opener {
+                    let closes = byte == UInt8(ascii: "]") ? "an array" : "an inline table"
+                    let opened = innermost.bracket == UInt8(ascii: "[") ? "an array" : "an inline table"
+                    return (
+                        line, index - lineStart + 1,
+                        "'\(Character(Unicode.Scalar(byte)))' would close \(closes), but the innermost one open is "
+                            + "\(opened) ('\(Character(Unicode.Scalar(innermost.bracket)))' on line \(innermost.line), "
+                            + "column \(innermost.column))"
+                    )
+                }
+                if !open.isEmpty { open.removeLast() }
                 index += 1
             default:
                 statementStart = false

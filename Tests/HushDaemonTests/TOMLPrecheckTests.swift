@@ -41,6 +41,37 @@ struct TOMLPrecheckTests {
         }
     }
 
+    /// Found by fuzz-config (minimised from a board profile to `i=[}`): a `}` where an array expects a value
+    /// failed toml++'s assertion "!is_value_terminator(*cp)" in parse_value. Each of these aborted before the fix.
+    static let mismatched: [(text: String, line: Int, column: Int, message: String)] = [
+        ("i=[}", 1, 4, braceInArray(line: 1, column: 3)),
+        ("i=[1,}\n", 1, 6, braceInArray(line: 1, column: 3)),
+        ("i = [ # c\n }", 2, 2, braceInArray(line: 1, column: 5)),
+        ("i={a=[}]}", 1, 7, braceInArray(line: 1, column: 6)),
+        (
+            "i=[{]\n", 1, 5,
+            "']' would close an array, but the innermost one open is an inline table ('{' on line 1, column 4)"
+        ),
+    ]
+
+    static func braceInArray(line: Int, column: Int) -> String {
+        "'}' would close an inline table, but the innermost one open is an array ('[' on line \(line), column \(column))"
+    }
+
+    @Test("a bracket that closes what it did not open: a syntax problem with line and column", arguments: mismatched)
+    func mismatchedBrackets(text: String, line: Int, column: Int, message: String) {
+        #expect {
+            _ = try HushdConfiguration.parse(text, file: "hushd.toml")
+        } throws: { error in
+            (error as? ConfigurationError)?.description == "hushd.toml:\(line):\(column): TOML syntax: \(message)"
+        }
+        #expect {
+            _ = try StateStore.decode(text, path: "/var/lib/hush/state")
+        } throws: { error in
+            (error as? StateFileCorruption)?.problem.hasPrefix("bad syntax: ") == true
+        }
+    }
+
     /// Brackets that are not headers, and headers that are fine, stay TOMLKit's to judge.
     @Test(
         "arrays on lines of their own, brackets in strings and comments, and good headers pass",
@@ -51,6 +82,8 @@ struct TOMLPrecheckTests {
             "text = \"\"\"\n[ \n\"\"\"\nother = '''\n[\n'''\n",
             "name = \"[ \" # [ \n[x]\n",
             "inline = { a = [ \n 1 ] }\n",
+            "nested = [ { a = [1, 2] }, { b = { c = [] } } ]\n",
+            "empty = []\nalso = {}\n",
         ]
     )
     func notHeaders(text: String) {
