@@ -53,7 +53,7 @@ public struct Scenario: Sendable {
         var previous = Instant.zero
         var end: (time: Instant, line: Int)?
         var nextSession: UInt64 = 1
-        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (offset, rawLine) in text.tomlLines.enumerated() {
             let number = offset + 1
             let content = rawLine.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             var words = content.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)

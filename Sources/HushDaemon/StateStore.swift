@@ -243,8 +243,8 @@ public final class StateStore {
             let rest = s.drop { $0 == " " || $0 == "\t" }
             return rest.isEmpty || rest.first == "#"
         }
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = (raw.last == "\r" ? raw.dropLast() : raw).drop { $0 == " " || $0 == "\t" }
+        for (index, raw) in text.tomlLines.enumerated() {
+            let line = raw.drop { $0 == " " || $0 == "\t" }
             if line.isEmpty || line.first == "#" { continue }
             if line.hasPrefix("[system]") && commentOrNothing(line.dropFirst(8)) { continue }
             var rest: Substring
@@ -371,7 +371,7 @@ public final class StateStore {
     /// The 1-based line on which `key` is assigned (in `[section]`, or before any section), for error messages.
     static func lineNumber(of key: String, in section: String?, text: String) -> Int? {
         var current: String?
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in text.tomlLines.enumerated() {
             let line = raw.drop { $0 == " " || $0 == "\t" }
             if line.hasPrefix("[") {
                 current = String(line.dropFirst().prefix { $0 != "]" }).trimmingSpaces()
@@ -408,6 +408,15 @@ public final class StateStore {
 
     /// A TOML basic string (the configuration writes its strings the same way).
     private static func quoted(_ text: String) -> String { ConfigurationNode.quoted(text) }
+}
+
+extension String {
+    /// The lines as TOML counts them: ended by LF or CRLF. (Splitting on the Character "\n" misses CRLF, which
+    /// Swift keeps as one Character: a CRLF file was one long line to the shape check, which then let through
+    /// what followed a comment — found by fuzz-state.)
+    var tomlLines: [Substring] {
+        split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+    }
 }
 
 extension StringProtocol {

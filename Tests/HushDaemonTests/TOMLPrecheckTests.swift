@@ -72,6 +72,27 @@ struct TOMLPrecheckTests {
         }
     }
 
+    /// Found by fuzz-state: with CRLF line ends the state file's shape check saw one line (Swift keeps "\r\n" as
+    /// one Character), so what followed a comment line passed unchecked and reached the toml++ assertion above.
+    @Test("CRLF files: the shape check sees every line; a good one loads")
+    func crlfStateFile() throws {
+        #expect {
+            _ = try StateStore.decode("#et\r\n2 =[[[[}\r\n", path: "/var/lib/hush/state")
+        } throws: { error in
+            (error as? StateFileCorruption)?.line == 2
+        }
+        // A shape hushd never writes, behind a comment: named by the shape check, on its own line.
+        #expect {
+            _ = try StateStore.decode("# c\r\nschema = 1\r\nringer = 7\r\nbogus = [1]\r\n", path: "/var/lib/hush/state")
+        } throws: { error in
+            guard let error = error as? StateFileCorruption else { return false }
+            return error.line == 4 && error.problem == "bad syntax: the value is neither a whole number nor \"text\""
+        }
+        let good = "# hush state\r\nschema = 1\r\nringer = 7\r\n[system]\r\nspeaker = 5\r\n"
+        let volumes = try StateStore.decode(good, path: "/var/lib/hush/state")
+        #expect(volumes.ringer == VolumeStep(clamping: 7) && volumes.system[.speaker] == VolumeStep(clamping: 5))
+    }
+
     /// Brackets that are not headers, and headers that are fine, stay TOMLKit's to judge.
     @Test(
         "arrays on lines of their own, brackets in strings and comments, and good headers pass",
