@@ -40,6 +40,9 @@ public enum SoundFile {
 
     /// The longest sound held in memory: ringtones and effects are short; longer music is streamed.
     public static let defaultMaximumSeconds = 600.0
+    /// The loudest float sample accepted: 1000 times full scale (+60 dBFS). Float files may exceed 1.0 a little
+    /// (the mixer's limiter takes it); far beyond that they are damaged.
+    public static let maximumFloatSample: Float = 1000
 
     /// Decodes `path` into memory at `sampleRate` (converting the rate if needed), mono or stereo as the file is.
     public static func load(
@@ -87,10 +90,19 @@ public enum SoundFile {
         guard read > 0 else { throw SoundFileError(path: path, reason: "it holds no audio") }
         let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
         if subtype == Int32(SF_FORMAT_FLOAT) || subtype == Int32(SF_FORMAT_DOUBLE) {
-            // Only float encodings can carry NaN or infinity; integer ones decode to [-1, 1].
+            // Only float encodings can carry NaN or infinity; integer ones decode to [-1, 1]. Nor may a float
+            // sample be absurdly loud: 3.4e38 is finite, but the resampler's filter sums such samples to infinity
+            // and NaN (found by fuzz-soundfile).
             let samples = UnsafeBufferPointer(start: decoded.samples, count: Int(read) * channels)
             if samples.contains(where: { !$0.isFinite }) {
                 throw SoundFileError(path: path, reason: "it contains samples that are not numbers (NaN or infinity)")
+            }
+            if let loud = samples.first(where: { abs($0) > maximumFloatSample }) {
+                throw SoundFileError(
+                    path: path,
+                    reason: "it contains a sample of \(loud), over \(Int(maximumFloatSample)) times full scale "
+                        + "(a damaged float file?)"
+                )
             }
         }
         let buffer = Int(read) == decoded.frameCount ? decoded : decoded.prefix(frames: Int(read))
@@ -102,6 +114,14 @@ public enum SoundFile {
             to: sampleRate,
             path: path
         )
+        // A backstop: nothing that is not a number reaches the mixer.
+        let convertedSamples = UnsafeBufferPointer(start: converted.samples, count: converted.frameCount * channels)
+        guard convertedSamples.allSatisfy(\.isFinite) else {
+            throw SoundFileError(
+                path: path,
+                reason: "converting it to \(sampleRate) Hz gave samples that are not numbers"
+            )
+        }
         // A frame or two at a higher rate can convert to nothing; an empty sound is refused like one that held
         // no audio (found by Fuzz/, fuzz-soundfile).
         guard converted.frameCount > 0 else {

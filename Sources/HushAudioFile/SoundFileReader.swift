@@ -115,6 +115,11 @@ public final class SoundFileReader {
     private func refill() {
         let count = input.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, 4096) }
         inputFrames = Int(max(0, count))
+        // A damaged float file streams on, but what is not a number or absurdly loud (see SoundFile.load, which
+        // refuses such a file) becomes silence before the resampler or the mixer sees it.
+        for index in 0..<(inputFrames * channels) where !(abs(input[index]) <= SoundFile.maximumFloatSample) {
+            input[index] = 0
+        }
         inputOffset = 0
         framesEverRead += inputFrames
         if count < 4096 {

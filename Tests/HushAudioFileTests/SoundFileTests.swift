@@ -131,6 +131,54 @@ struct BrokenFileTests {
         }
     }
 
+    /// Found by fuzz-soundfile: a float WAV at 18 048 Hz whose samples were finite but near the largest Float
+    /// loaded as NaN and infinity once converted to 48 kHz (the resampler's filter overflows).
+    @Test("float samples far over full scale are refused before conversion, naming the sample")
+    func absurdlyLoudFloat() throws {
+        let path = scratch("broken") + "/loud-float.wav"
+        var samples = sine(440, seconds: 0.1, rate: 18048).interleaved
+        samples[100] = 3.39e38
+        let loud = AudioBuffer(interleaved: samples, channels: 1, sampleRate: 18048)
+        try SoundFile.write(loud, to: path, encoding: .float32)
+        #expect {
+            _ = try SoundFile.load(path, sampleRate: 48000)
+        } throws: { error in
+            guard let error = error as? SoundFileError else { return false }
+            return error.reason.hasPrefix("it contains a sample of 3.39e+38, over 1000 times full scale")
+        }
+        // A little over full scale is a float file's right: it loads (the mixer's limiter takes it).
+        samples[100] = 1.5
+        let hot = AudioBuffer(interleaved: samples, channels: 1, sampleRate: 18048)
+        try SoundFile.write(hot, to: path, encoding: .float32)
+        let buffer = try SoundFile.load(path, sampleRate: 48000)
+        let finite = buffer.interleaved.allSatisfy { $0.isFinite }
+        #expect(finite)
+    }
+
+    /// Streaming cannot refuse a file half-way: damaged float samples become silence instead.
+    @Test("a streamed float file with NaN, infinity and absurd samples gives only numbers")
+    func streamedDamagedFloat() throws {
+        let path = scratch("broken") + "/damaged-stream.wav"
+        var samples = sine(440, seconds: 0.5, rate: 18048).interleaved
+        for index in stride(from: 50, to: samples.count, by: 997) { samples[index] = .nan }
+        samples[2000] = .infinity
+        samples[3000] = 3.39e38
+        let damaged = AudioBuffer(interleaved: samples, channels: 1, sampleRate: 18048)
+        try SoundFile.write(damaged, to: path, encoding: .float32)
+        let reader = try SoundFileReader(path, sampleRate: 48000)
+        var output = [Float](repeating: 0, count: 4800)
+        var all: [Float] = []
+        while true {
+            let count = output.withUnsafeMutableBufferPointer { reader.read(into: $0.baseAddress!, frames: 4800) }
+            if count == 0 { break }
+            all += output.prefix(count)
+        }
+        let finite = all.allSatisfy { $0.isFinite && abs($0) <= 2 }
+        #expect(finite, "the reader passed on a sample that is not a number or absurdly loud")
+        #expect(abs(all.count - 24000) < 100, "\(all.count) frames")
+        #expect(abs(ToneAnalysis.level(of: 440, in: all[4000..<20000], sampleRate: 48000) + 6.02) < 1)
+    }
+
     @Test("a header that claims far more data than the file holds gives what is there")
     func absurdChunkSize() throws {
         let good = try Self.wav()
