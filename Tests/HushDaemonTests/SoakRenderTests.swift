@@ -68,7 +68,11 @@ struct SoakRenderTests {
             // Measured from before the mapping: a test that starts a Daemon in this process locks its memory
             // (mlockall with MCL_FUTURE), and then mmap itself makes the pages resident.
             let resident = touched.residentKiB - freed.residentKiB
-            if descriptors == (1, 0) && heap.0 >= size && heap.1 >= size && resident >= size / 2048 { return }
+            // Under a sanitizer, malloc is the sanitizer's and glibc's mallinfo2 does not see it: the heap is not
+            // checked there (the descriptor and resident memory still are).
+            let sanitized = ProcessInfo.processInfo.environment["HUSH_SANITIZER"] != nil
+            let heapSeen = sanitized || (heap.0 >= size && heap.1 >= size)
+            if descriptors == (1, 0) && heapSeen && resident >= size / 2048 { return }
             seen.append("fds \(descriptors), heap \(heap), resident +\(resident) KiB")
         }
         Issue.record("the footprint never saw the descriptor and the block: \(seen)")
