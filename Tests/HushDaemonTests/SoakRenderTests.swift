@@ -71,7 +71,9 @@ struct SoakRenderTests {
             // Under a sanitizer, malloc is the sanitizer's and glibc's mallinfo2 does not see it: the heap is not
             // checked there (the descriptor and resident memory still are).
             let sanitized = ProcessInfo.processInfo.environment["HUSH_SANITIZER"] != nil
-            let heapSeen = sanitized || (heap.0 >= size && heap.1 >= size)
+            // Other threads allocate and free meanwhile (a clean-clone run saw 4 183 392 of the 4 194 304 bytes
+            // freed): within 1/16 of the block is seen; a heap measure that misses the block sees about 0.
+            let heapSeen = sanitized || (heap.0 >= size - size / 16 && heap.1 >= size - size / 16)
             if descriptors == (1, 0) && heapSeen && resident >= size / 2048 { return }
             seen.append("fds \(descriptors), heap \(heap), resident +\(resident) KiB")
         }
