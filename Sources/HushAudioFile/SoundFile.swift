@@ -114,14 +114,6 @@ public enum SoundFile {
             to: sampleRate,
             path: path
         )
-        // A backstop: nothing that is not a number reaches the mixer.
-        let convertedSamples = UnsafeBufferPointer(start: converted.samples, count: converted.frameCount * channels)
-        guard convertedSamples.allSatisfy(\.isFinite) else {
-            throw SoundFileError(
-                path: path,
-                reason: "converting it to \(sampleRate) Hz gave samples that are not numbers"
-            )
-        }
         // A frame or two at a higher rate can convert to nothing; an empty sound is refused like one that held
         // no audio (found by Fuzz/, fuzz-soundfile).
         guard converted.frameCount > 0 else {

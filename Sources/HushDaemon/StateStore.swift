@@ -212,7 +212,9 @@ public final class StateStore {
             "schema = \(schemaVersion)",
             "ringer = \(volumes.ringer.rawValue)",
         ]
-        if let route = volumes.routeOverride { lines.append("route_override = \(quoted(route.name))") }
+        if let route = volumes.routeOverride {
+            lines.append("route_override = \(ConfigurationNode.quoted(route.name))")
+        }
         lines.append("")
         lines.append("[system]")
         for (route, step) in volumes.system.sorted(by: { $0.key < $1.key }) {
@@ -403,11 +405,8 @@ public final class StateStore {
             && name.unicodeScalars.allSatisfy {
                 ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) || $0 == "_" || $0 == "-"
             }
-        return bare ? name : quoted(name)
+        return bare ? name : ConfigurationNode.quoted(name)
     }
-
-    /// A TOML basic string (the configuration writes its strings the same way).
-    private static func quoted(_ text: String) -> String { ConfigurationNode.quoted(text) }
 }
 
 extension String {
