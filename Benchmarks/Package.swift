@@ -32,6 +32,7 @@ let package = Package(
                 .product(name: "HushMixer", package: hush),
                 .product(name: "HushAudioFile", package: hush),
                 .product(name: "HushDaemon", package: hush),
+                .product(name: "HushProtocol", package: hush),
             ]
         ),
     ]

@@ -39,3 +39,7 @@ echo
 echo "== offline mix against sox, and hushd render throughput =="
 "$bench" compare "$(mktemp -d)"
 "$bench" render 60
+
+echo
+echo "== control request lines: hushd's JSON reader against Foundation's JSONDecoder =="
+"$bench" requests 20000

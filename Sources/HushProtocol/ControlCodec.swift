@@ -78,9 +78,9 @@ public struct ControlCodec: Sendable {
         }
         let value: JSONValue
         do {
-            value = try JSONDecoder().decode(JSONValue.self, from: Data(line))
+            value = try JSONReader.read(line)
         } catch {
-            return .failure(RequestFailure(id: nil, error: Self.malformed(line, error)))
+            return .failure(RequestFailure(id: nil, error: Self.malformed(line, error.description)))
         }
         return RequestParser.parse(value)
     }
@@ -88,22 +88,27 @@ public struct ControlCodec: Sendable {
     /// Reads one line from hushd (without its newline): a reply or an event.
     public func decodeMessage(_ line: some Collection<UInt8>) throws(ControlError) -> ServerMessage {
         guard line.count <= maxLineBytes else { throw Self.tooLong(line.count, limit: maxLineBytes) }
+        let value: JSONValue
+        do {
+            value = try JSONReader.read(line)
+        } catch {
+            throw Self.malformed(line, error.description)
+        }
+        guard case .object(let members) = value else {
+            throw ControlError(.notAnObject, "hushd sent \(value.typeName), not an object: \(value.preview)")
+        }
+        // The messages' own types are read by their Decodable conformances, which name a missing or mistyped
+        // field; hushctl reads a few lines a second, so Foundation's speed does not matter here.
         let data = Data(line)
         do {
-            let value = try JSONDecoder().decode(JSONValue.self, from: data)
-            guard case .object(let members) = value else {
-                throw ControlError(.notAnObject, "hushd sent \(value.typeName), not an object: \(value.preview)")
-            }
             if members["event"] != nil { return .event(try JSONDecoder().decode(ControlEvent.self, from: data)) }
             if members[ControlReply.marker] != nil {
                 return .reply(try JSONDecoder().decode(ControlReply.self, from: data))
             }
-            throw ControlError(.malformedJSON, "hushd sent a line that is neither a reply nor an event")
-        } catch let error as ControlError {
-            throw error
         } catch {
-            throw Self.malformed(line, error)
+            throw Self.malformed(line, Self.detail(error))
         }
+        throw ControlError(.malformedJSON, "hushd sent a line that is neither a reply nor an event")
     }
 
     /// The error for a line of `count` bytes over `limit`.
@@ -114,26 +119,30 @@ public struct ControlCodec: Sendable {
         )
     }
 
-    private static func malformed(_ line: some Collection<UInt8>, _ error: any Error) -> ControlError {
+    /// Foundation's account of why a message did not decode: the field and what was wrong with it.
+    private static func detail(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            return underlying ?? context.debugDescription
+        } else if case DecodingError.keyNotFound(let key, _) = error {
+            return "field '\(key.stringValue)' is missing"
+        } else if case DecodingError.typeMismatch(_, let context) = error {
+            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        } else if case DecodingError.valueNotFound(_, let context) = error {
+            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        }
+        return "\(error)"
+    }
+
+    private static func malformed(_ line: some Collection<UInt8>, _ detail: String) -> ControlError {
         guard String(validating: line, as: UTF8.self) != nil else {
             return ControlError(.malformedJSON, "the line is not valid UTF-8")
-        }
-        var detail = ""
-        if case DecodingError.dataCorrupted(let context) = error {
-            // Foundation's message names the position: "Unexpected character 'x' around line 1, column 2."
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            detail = underlying ?? context.debugDescription
-        } else if case DecodingError.keyNotFound(let key, _) = error {
-            detail = "field '\(key.stringValue)' is missing"
-        } else if case DecodingError.typeMismatch(_, let context) = error {
-            detail = "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
         }
         let text = String(decoding: line.prefix(60), as: UTF8.self)
         let shown = line.count > 60 ? text + "…" : text
         return ControlError(
             .malformedJSON,
-            "the line is not a JSON object"
-                + (detail.isEmpty ? "" : " (\(detail))") + ": \(shown); send one object per line, "
+            "the line is not a JSON object (\(detail)): \(shown); send one object per line, "
                 + "such as {\"command\":\"status\"}"
         )
     }

@@ -106,14 +106,14 @@ struct ControlCodecTests {
         Refusal(
             line: "status",
             code: .malformedJSON,
-            message: "the line is not a JSON object (The given data was not valid JSON.): status; send one "
+            message: "the line is not a JSON object (column 1: expected a value, got 's'): status; send one "
                 + "object per line, such as {\"command\":\"status\"}"
         ),
         Refusal(
             line: #"{"command":"status""#,
             code: .malformedJSON,
-            message: "the line is not a JSON object (The given data was not valid JSON.): {\"command\":\"status\"; "
-                + "send one object per line, such as {\"command\":\"status\"}"
+            message: "the line is not a JSON object (column 20: expected ',' or '}' after field 'command', got the "
+                + "end of the line): {\"command\":\"status\"; send one object per line, such as {\"command\":\"status\"}"
         ),
         Refusal(
             line: "[1,2]",

@@ -3,6 +3,8 @@
 //   hush-mixbench compare DIR        three 60 s stereo files: hush's offline mix against `sox -m`, as a ratio
 //   hush-mixbench render SECONDS     `hushd render` throughput over a scenario of that length
 //   hush-mixbench periods N          render N 64-frame periods of 3 stereo voices with ramps (for valgrind)
+//   hush-mixbench requests N         N rounds of typical control request lines read by hushd's JSON reader and by
+//                                    Foundation's JSONDecoder (what hushd used before), as a ratio
 //   hush-mixbench digest SEEDS       random command sequences through the engine (every format, mono and stereo
 //                                    sources and outputs, ramps, fades, loops, rings, loud sums): one checksum of
 //                                    all output bytes and reports, to show an optimisation changed no byte
@@ -11,6 +13,7 @@ import HushAudioFile
 import HushCore
 import HushDaemon
 import HushMixer
+import HushProtocol
 
 func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
@@ -137,6 +140,55 @@ func run(_ arguments: [String]) throws {
                 hush,
                 sox,
                 sox / hush
+            )
+        )
+    case "requests":
+        let rounds = arguments.count > 1 ? Int(arguments[1]) ?? 20000 : 20000
+        // What clients send most: status, sessions, play, volume, subscribe; and one malformed line.
+        let lines: [[UInt8]] = [
+            #"{"command":"status","id":1}"#,
+            #"{"command":"activate","id":2,"bus":"music","category":"playback","options":["duckOthers"]}"#,
+            #"{"command":"play","id":3,"session":7,"sound":"chimes/doorbell.wav","loop":false}"#,
+            #"{"command":"volume","id":4,"step":9}"#,
+            #"{"command":"subscribe","id":5,"events":["route-changed","volume-changed","silence-changed"]}"#,
+            #"{"command":"play","session":7,"sound":"a.wav""#,
+        ].map { Array($0.utf8) }
+        let codec = ControlCodec()
+        var accepted = 0
+        let ours = seconds {
+            for _ in 0..<rounds {
+                for line in lines where (try? JSONReader.read(line)) != nil { accepted += 1 }
+            }
+        }
+        var peerAccepted = 0
+        let peer = seconds {
+            for _ in 0..<rounds {
+                for line in lines where (try? JSONDecoder().decode(JSONValue.self, from: Data(line))) != nil {
+                    peerAccepted += 1
+                }
+            }
+        }
+        var decoded = 0
+        let whole = seconds {
+            for _ in 0..<rounds {
+                for line in lines {
+                    if case .success = codec.decodeRequest(line) { decoded += 1 }
+                }
+            }
+        }
+        let count = Double(rounds * lines.count)
+        guard accepted == peerAccepted, decoded == rounds * (lines.count - 1) else {
+            print("hush-mixbench: the readers disagree: \(accepted), \(peerAccepted) and \(decoded) lines read")
+            exit(1)
+        }
+        print(
+            String(
+                format: "request lines read: JSONReader %.2f us/line, Foundation JSONDecoder %.2f us/line "
+                    + "(ratio %.1fx); decodeRequest with field checks %.2f us/line",
+                ours / count * 1e6,
+                peer / count * 1e6,
+                peer / ours,
+                whole / count * 1e6
             )
         )
     case "render":
