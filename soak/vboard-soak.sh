@@ -43,5 +43,11 @@ rm -rf "$snapshot"
 mkdir -p "$snapshot/board"
 cp -a "$root/board/virtual" "$snapshot/board/"
 ln -s "$root/.build" "$snapshot/.build"
+# The guest kernel preempts fully (Debian's kernel is built with PREEMPT_DYNAMIC and defaults to voluntary
+# preemption): under TCG every kernel path runs tens of times slower than on hardware, and with voluntary
+# preemption hushd's SCHED_FIFO thread can wait for the kernel work of a client process on its vCPU (a hushctl
+# starting or exiting) until the kernel offers to reschedule. An audio product sets the same on its kernel
+# (docs/reliability.md#soak). SOAK_KERNEL_ARGS= (empty) boots with the kernel's default.
+export VBOARD_KERNEL_ARGS="${SOAK_KERNEL_ARGS-preempt=full}"
 exec "$snapshot/board/virtual/run.sh" --scenario "$scenario" --payload "$payload" \
     --timeout $((seconds + 240))

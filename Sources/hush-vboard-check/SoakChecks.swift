@@ -147,7 +147,24 @@ let soakChecks: [Check] = [
     Check(name: "soak-start") {
         try setUpBoardForHushd()
         try startHushd()
-        print("  hushd is up (pid \(try runningHushd()))")
+        let pid = try runningHushd()
+        print("  hushd is up (pid \(pid))")
+        // The audio thread must run at SCHED_FIFO, above the clients the soak starts: an underrun that comes from
+        // a thread at normal priority says nothing about hushd. /proc/PID/task/TID/stat: rt_priority and policy are
+        // fields 40 and 41, counted from the pid (the name in parentheses may hold spaces, so count from its end).
+        let audio = globPaths("/proc/\(pid)/task/*").first {
+            readWholeFile("\($0)/comm")?.trimmingCharacters(in: .whitespacesAndNewlines) == "hush-audio"
+        }
+        guard let audio, let stat = readWholeFile("\(audio)/stat"), let close = stat.lastIndex(of: ")") else {
+            throw CheckFailure("hushd has no thread named hush-audio")
+        }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        let priority = fields.count > 38 ? Int(fields[37]) : nil
+        let policy = fields.count > 38 ? Int(fields[38]) : nil
+        print(
+            "  audio thread \(audio): policy \(policy.map(String.init) ?? "?") (1 = SCHED_FIFO), priority \(priority ?? -1)"
+        )
+        try require(policy == 1 && priority == 70, "hushd's audio thread is not at SCHED_FIFO 70")
     },
     Check(name: "soak-real-time") {
         let duration = Double(environmentNumber("HUSH_SOAK_SECONDS", default: 60))

@@ -31,7 +31,8 @@
 #   # vboard-payload: FILE  how to get it   files that must be in the payload, checked before booting
 #   # vboard-timeout: SECONDS               its default --timeout, for scenarios longer than 180 s
 #
-# Environment: VBOARD_ACCEL=kvm to use KVM where it works (default tcg); VBOARD_KERNEL=ABI (see setup.sh).
+# Environment: VBOARD_ACCEL=kvm to use KVM where it works (default tcg); VBOARD_KERNEL=ABI (see setup.sh);
+# VBOARD_KERNEL_ARGS: more kernel command-line arguments, such as preempt=full (the soak's).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -223,7 +224,7 @@ timeout -k 5 "$timeout" qemu-system-x86_64 \
     -accel "$accel" -cpu max -smp "$cpus" -m "$memory" \
     -nodefaults -nographic -no-reboot \
     -kernel "$kernel" -initrd "$initrd" \
-    -append "console=ttyS0 panic=-1 loglevel=4 edd=off mitigations=off rdinit=/init" \
+    -append "console=ttyS0 panic=-1 loglevel=4 edd=off mitigations=off rdinit=/init${VBOARD_KERNEL_ARGS:+ $VBOARD_KERNEL_ARGS}" \
     -serial stdio "${serial2_option[@]}" -monitor none \
     </dev/null >"$log" 2>&1
 status=$?

@@ -12,6 +12,7 @@
 # shellcheck disable=SC1091 # written by soak/vboard-soak.sh
 . /payload/soak.env
 export HUSH_SOAK_SECONDS HUSH_SOAK_SEED
+echo "soak: kernel $(uname -r), command line: $(cat /proc/cmdline)"
 status=0
 hush-vboard-check --soak || status=$?
 if [ $status -ne 0 ]; then
