@@ -111,21 +111,10 @@ public struct JSONReader: Sendable {
                 position = nameStart
                 throw failure("field '\(name)' appears twice in one object")
             }
-            skipWhitespace()
-            guard position < bytes.count else {
-                throw failure("expected ',' or '}' after field '\(name)', got the end of the line")
-            }
-            switch bytes[position] {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhitespace()
-                previous = name
-            case UInt8(ascii: "}"):
-                position += 1
+            if try closes(UInt8(ascii: "}"), else: "expected ',' or '}' after field '\(name)'") {
                 return .object(members)
-            default:
-                throw failure("expected ',' or '}' after field '\(name)', got \(describeNext())")
             }
+            previous = name
         }
     }
 
@@ -140,21 +129,26 @@ public struct JSONReader: Sendable {
         }
         while true {
             elements.append(try value(depth: depth, field: field))
-            skipWhitespace()
-            guard position < bytes.count else {
-                throw failure("expected ',' or ']' in an array\(Self.inField(field)), got the end of the line")
-            }
-            switch bytes[position] {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhitespace()
-            case UInt8(ascii: "]"):
-                position += 1
+            if try closes(UInt8(ascii: "]"), else: "expected ',' or ']' in an array\(Self.inField(field))") {
                 return .array(elements)
-            default:
-                throw failure("expected ',' or ']' in an array\(Self.inField(field)), got \(describeNext())")
             }
         }
+    }
+
+    /// After a member or an element: takes the `closing` bracket (true) or a comma (false); anything else fails
+    /// with `expected`, followed by what came instead.
+    private mutating func closes(_ closing: UInt8, else expected: String) throws(Failure) -> Bool {
+        skipWhitespace()
+        if position < bytes.count, bytes[position] == UInt8(ascii: ",") {
+            position += 1
+            skipWhitespace()
+            return false
+        }
+        guard position < bytes.count, bytes[position] == closing else {
+            throw failure("\(expected), got \(describeNext())")
+        }
+        position += 1
+        return true
     }
 
     private mutating func literal(_ word: StaticString) throws(Failure) {
