@@ -43,3 +43,7 @@ echo "== offline mix against sox, and hushd render throughput =="
 echo
 echo "== control request lines: hushd's JSON reader against Foundation's JSONDecoder =="
 "$bench" requests 20000
+
+echo
+echo "== lines from hushd: hushd's JSON writer and hushctl's decoder against Foundation's JSONEncoder and JSONDecoder =="
+"$bench" messages 5000

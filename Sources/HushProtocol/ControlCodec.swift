@@ -1,4 +1,3 @@
-import Foundation
 import HushCore
 
 /// The control socket's limits: what one client may send, hold and leave unread.
@@ -61,12 +60,14 @@ public struct ControlCodec: Sendable {
     public func encode(_ request: ControlRequest) -> [UInt8] { Self.line(request.json) }
 
     private static func line(_ value: some Encodable) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // The message types hold only strings, numbers, booleans and arrays of them: encoding cannot fail.
-        let data = try! encoder.encode(value)
-        return Array(data) + [0x0A]
+        // The message types hold only strings, whole numbers, rounded finite Doubles, booleans and arrays of them:
+        // encoding cannot fail.
+        var bytes = try! JSONWriter.bytes(value)
+        bytes.append(0x0A)
+        return bytes
     }
+
+    private static func line(_ value: JSONValue) -> [UInt8] { JSONWriter.bytes(value) + [0x0A] }
 
     // MARK: Decoding
 
@@ -97,13 +98,12 @@ public struct ControlCodec: Sendable {
         guard case .object(let members) = value else {
             throw ControlError(.notAnObject, "hushd sent \(value.typeName), not an object: \(value.preview)")
         }
-        // The messages' own types are read by their Decodable conformances, which name a missing or mistyped
-        // field; hushctl reads a few lines a second, so Foundation's speed does not matter here.
-        let data = Data(line)
+        // The messages' own types are read by their Decodable conformances from the value already read; a missing
+        // or mistyped field is named with its path.
         do {
-            if members["event"] != nil { return .event(try JSONDecoder().decode(ControlEvent.self, from: data)) }
+            if members["event"] != nil { return .event(try JSONValueDecoder.decode(ControlEvent.self, from: value)) }
             if members[ControlReply.marker] != nil {
-                return .reply(try JSONDecoder().decode(ControlReply.self, from: data))
+                return .reply(try JSONValueDecoder.decode(ControlReply.self, from: value))
             }
         } catch {
             throw Self.malformed(line, Self.detail(error))
@@ -119,19 +119,18 @@ public struct ControlCodec: Sendable {
         )
     }
 
-    /// Foundation's account of why a message did not decode: the field and what was wrong with it.
+    /// Why a message did not decode: the field, by its path, and what was wrong with it.
     private static func detail(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return underlying ?? context.debugDescription
-        } else if case DecodingError.keyNotFound(let key, _) = error {
-            return "field '\(key.stringValue)' is missing"
-        } else if case DecodingError.typeMismatch(_, let context) = error {
-            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
-        } else if case DecodingError.valueNotFound(_, let context) = error {
-            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)"
+        func field(_ path: [any CodingKey]) -> String { path.map(\.stringValue).joined(separator: ".") }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let context)?:
+            return "field '\(field(context.codingPath + [key]))' is missing"
+        case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?, .dataCorrupted(let context)?:
+            guard !context.codingPath.isEmpty else { return context.debugDescription }
+            return "field '\(field(context.codingPath))': \(context.debugDescription)"
+        default:
+            return "\(error)"
         }
-        return "\(error)"
     }
 
     private static func malformed(_ line: some Collection<UInt8>, _ detail: String) -> ControlError {

@@ -5,6 +5,9 @@
 //   hush-mixbench periods N          render N 64-frame periods of 3 stereo voices with ramps (for valgrind)
 //   hush-mixbench requests N         N rounds of typical control request lines read by hushd's JSON reader and by
 //                                    Foundation's JSONDecoder (what hushd used before), as a ratio
+//   hush-mixbench messages N         N rounds of typical lines from hushd (events and a status reply) written by
+//                                    hushd's JSON writer and by Foundation's JSONEncoder, then read back by
+//                                    hushctl's decoder and by JSONDecoder (what both used before), as ratios
 //   hush-mixbench digest SEEDS       random command sequences through the engine (every format, mono and stereo
 //                                    sources and outputs, ramps, fades, loops, rings, loud sums): one checksum of
 //                                    all output bytes and reports, to show an optimisation changed no byte
@@ -191,6 +194,80 @@ func run(_ arguments: [String]) throws {
                 whole / count * 1e6
             )
         )
+    case "messages":
+        let rounds = arguments.count > 1 ? Int(arguments[1]) ?? 20000 : 20000
+        let lines = benchMessages()
+        let codec = ControlCodec()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var ourBytes = 0
+        let ours = seconds {
+            for _ in 0..<rounds {
+                for message in lines {
+                    switch message {
+                    case .reply(let reply): ourBytes += codec.encode(reply).count
+                    case .event(let event): ourBytes += codec.encode(event).count
+                    }
+                }
+            }
+        }
+        var peerBytes = 0
+        let peer = try seconds {
+            for _ in 0..<rounds {
+                for message in lines {
+                    switch message {
+                    case .reply(let reply): peerBytes += try encoder.encode(reply).count + 1
+                    case .event(let event): peerBytes += try encoder.encode(event).count + 1
+                    }
+                }
+            }
+        }
+        let encoded = lines.map { message -> [UInt8] in
+            switch message {
+            case .reply(let reply): codec.encode(reply).dropLast()
+            case .event(let event): codec.encode(event).dropLast()
+            }
+        }
+        var read = 0
+        let ourReads = try seconds {
+            for _ in 0..<rounds {
+                for (index, line) in encoded.enumerated() where try codec.decodeMessage(line) == lines[index] {
+                    read += 1
+                }
+            }
+        }
+        var peerRead = 0
+        let peerReads = try seconds {
+            for _ in 0..<rounds {
+                for (index, line) in encoded.enumerated() {
+                    let data = Data(line)
+                    let message: ServerMessage =
+                        if case .event = lines[index] {
+                            .event(try JSONDecoder().decode(ControlEvent.self, from: data))
+                        } else {
+                            .reply(try JSONDecoder().decode(ControlReply.self, from: data))
+                        }
+                    if message == lines[index] { peerRead += 1 }
+                }
+            }
+        }
+        let count = Double(rounds * lines.count)
+        guard ourBytes == peerBytes, read == rounds * lines.count, peerRead == read else {
+            print("hush-mixbench: the writers or readers disagree: \(ourBytes) and \(peerBytes) bytes, \(read) and \(peerRead) lines read")
+            exit(1)
+        }
+        print(
+            String(
+                format: "server lines written: JSONWriter %.2f us/line, Foundation JSONEncoder %.2f us/line (ratio %.1fx); "
+                    + "read back: decodeMessage %.2f us/line, Foundation JSONDecoder %.2f us/line (ratio %.1fx)",
+                ours / count * 1e6,
+                peer / count * 1e6,
+                peer / ours,
+                ourReads / count * 1e6,
+                peerReads / count * 1e6,
+                peerReads / ourReads
+            )
+        )
     case "render":
         let length = Double(arguments.count > 1 ? arguments[1] : "60") ?? 60
         let scenario = try benchScenario(seconds: length)
@@ -367,4 +444,71 @@ do {
 } catch {
     print("hush-mixbench: \(error)")
     exit(1)
+}
+
+/// What hushd sends most: events of every common kind, a volume reply and a status with three sessions.
+func benchMessages() -> [ServerMessage] {
+    func session(_ id: UInt64, _ bus: Bus, _ category: HushCore.Category, _ state: String) -> ControlStatus.Session {
+        ControlStatus.Session(
+            id: SessionID(id),
+            client: ClientID(id + 100),
+            pid: Int32(1000 + id),
+            uid: 1000,
+            gid: 1000,
+            name: "client \(id)",
+            configuration: SessionConfiguration(bus: bus, category: category),
+            state: state,
+            sound: "sounds/chime-\(id).wav"
+        )
+    }
+    let status = ControlStatus(
+        version: "0.1.0",
+        uptimeSeconds: 3725.4,
+        silenceSwitch: .ring,
+        jack: .plugged,
+        route: .headphones,
+        routeOverridden: false,
+        systemVolume: VolumeStep(clamping: 8),
+        systemGainDecibels: -24,
+        ringerVolume: VolumeStep(clamping: 12),
+        ringerGainDecibels: -6.5,
+        buttonsControl: .system,
+        secondaryAudioShouldBeSilenced: true,
+        sessions: [
+            session(1, .music, .playback, "playing"), session(2, .effect, .ambient, "paused"),
+            session(3, .ringer, .playback, "playing"),
+        ],
+        output: ControlStatus.Output(
+            pcm: "hw:0,0",
+            open: true,
+            sampleRate: 48000,
+            channels: 2,
+            periodFrames: 64,
+            periods: 3,
+            xruns: 2,
+            losses: 0,
+            latencyMilliseconds: 4
+        ),
+        clients: 3
+    )
+    return [
+        .event(.volumeChanged(.system, VolumeStep(clamping: 9), route: .speaker)),
+        .event(.routeChanged(RouteChange(previous: .speaker, current: .headphones, reason: .newDeviceAvailable))),
+        .event(.silenceChanged(.silent)),
+        .event(.interruptionBegan(SessionID(3), by: SessionID(4))),
+        .event(
+            .decision(
+                DecisionReport(
+                    rule: "R5",
+                    title: "headphones-unplugged",
+                    command: "pause session 3",
+                    reason: "headphones unplugged: playback pauses",
+                    cause: "headphones unplugged (reported by gpio)",
+                    time: 12.346
+                )
+            )
+        ),
+        .reply(ControlReply(id: .number(4), volume: VolumeReport(kind: .system, step: .maximum, gainDecibels: 0))),
+        .reply(ControlReply(id: .number(5), status: status)),
+    ]
 }
