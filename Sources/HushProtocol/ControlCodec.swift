@@ -100,13 +100,20 @@ public struct ControlCodec: Sendable {
         }
         // The messages' own types are read by their Decodable conformances from the value already read; a missing
         // or mistyped field is named with its path.
+        let kind = members["event"] != nil ? "an event" : "a reply"
         do {
             if members["event"] != nil { return .event(try JSONValueDecoder.decode(ControlEvent.self, from: value)) }
             if members[ControlReply.marker] != nil {
                 return .reply(try JSONValueDecoder.decode(ControlReply.self, from: value))
             }
         } catch {
-            throw Self.malformed(line, Self.detail(error))
+            // Valid JSON, but not a message this hushctl knows: most likely hushd and hushctl come from different
+            // versions, which the person reading this can check.
+            throw ControlError(
+                .malformedJSON,
+                "hushd sent \(kind) this hushctl cannot read (\(Self.detail(error))): \(Self.shown(line)); "
+                    + "are hushd and hushctl from the same build?"
+            )
         }
         throw ControlError(.malformedJSON, "hushd sent a line that is neither a reply nor an event")
     }
@@ -137,13 +144,17 @@ public struct ControlCodec: Sendable {
         guard String(validating: line, as: UTF8.self) != nil else {
             return ControlError(.malformedJSON, "the line is not valid UTF-8")
         }
-        let text = String(decoding: line.prefix(60), as: UTF8.self)
-        let shown = line.count > 60 ? text + "…" : text
         return ControlError(
             .malformedJSON,
-            "the line is not a JSON object (\(detail)): \(shown); send one object per line, "
+            "the line is not a JSON object (\(detail)): \(shown(line)); send one object per line, "
                 + "such as {\"command\":\"status\"}"
         )
+    }
+
+    /// The start of `line`, for an error message.
+    private static func shown(_ line: some Collection<UInt8>) -> String {
+        let text = String(decoding: line.prefix(60), as: UTF8.self)
+        return line.count > 60 ? text + "…" : text
     }
 }
 

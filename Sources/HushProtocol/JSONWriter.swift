@@ -46,22 +46,34 @@ public enum JSONWriter {
         var items: [Node] = []
     }
 
+    /// Members in the order they were encoded, sorted when written: a handful per object, so a list beats a
+    /// dictionary's hashing. Encoding a key again replaces its value, as with JSONEncoder.
     final class ObjectBox {
-        var members: [String: Node] = [:]
+        var members: [(key: String, value: Node)] = []
+
+        func put(_ key: String, _ value: Node) {
+            if let index = members.firstIndex(where: { $0.key == key }) {
+                members[index].value = value
+            } else {
+                members.append((key, value))
+            }
+        }
     }
 
-    /// Encodes `value` found at `path`. JSONValue and the common leaf types skip the `Encoder` round.
-    static func node(for value: some Encodable, at path: [any CodingKey]) throws(EncodingError) -> Node {
-        switch value {
-        case let value as String: return .string(value)
-        case let value as Bool: return .bool(value)
-        case let value as Int: return .number(String(value))
-        case let value as UInt64: return .number(String(value))
-        case let value as Double: return try number(value, at: path)
-        case let value as JSONValue: return node(for: value)
-        default: break
-        }
-        let encoder = TreeEncoder(codingPath: path)
+    /// Encodes `value`, found at `key` below `parent` (the path is put together only for an error). JSONValue
+    /// and the common leaf types skip the `Encoder` round.
+    static func node<T: Encodable>(
+        for value: T,
+        at parent: [any CodingKey],
+        _ key: (any CodingKey)? = nil
+    ) throws(EncodingError) -> Node {
+        if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+        if T.self == Int.self { return .number(String(unsafeBitCast(value, to: Int.self))) }
+        if T.self == UInt64.self { return .number(String(unsafeBitCast(value, to: UInt64.self))) }
+        if T.self == Double.self { return try number(unsafeBitCast(value, to: Double.self), at: parent, key) }
+        if T.self == JSONValue.self, let json = value as? JSONValue { return node(for: json) }
+        let encoder = TreeEncoder(parent: parent, key: key)
         do {
             try value.encode(to: encoder)
         } catch let error as EncodingError {
@@ -69,7 +81,11 @@ public enum JSONWriter {
         } catch {
             throw EncodingError.invalidValue(
                 value,
-                EncodingError.Context(codingPath: path, debugDescription: "\(error)", underlyingError: error)
+                EncodingError.Context(
+                    codingPath: encoder.codingPath,
+                    debugDescription: "\(error)",
+                    underlyingError: error
+                )
             )
         }
         // A value that encodes nothing is an empty object, as with JSONEncoder.
@@ -92,29 +108,41 @@ public enum JSONWriter {
             return .array(box)
         case .object(let members):
             let box = ObjectBox()
-            box.members = members.mapValues(node(for:))
+            box.members = members.map { ($0.key, node(for: $0.value)) }
             return .object(box)
         }
     }
 
-    static func number(_ value: Double, at path: [any CodingKey]) throws(EncodingError) -> Node {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(
-                value,
-                EncodingError.Context(codingPath: path, debugDescription: "\(value) has no JSON form")
-            )
-        }
+    static func number(
+        _ value: Double,
+        at parent: [any CodingKey],
+        _ key: (any CodingKey)? = nil
+    ) throws(EncodingError) -> Node {
+        guard value.isFinite else { throw notFinite(value, at: parent, key) }
         return .number(text(of: value))
     }
 
-    static func number(_ value: Float, at path: [any CodingKey]) throws(EncodingError) -> Node {
-        guard value.isFinite else {
-            throw EncodingError.invalidValue(
-                value,
-                EncodingError.Context(codingPath: path, debugDescription: "\(value) has no JSON form")
-            )
-        }
+    static func number(
+        _ value: Float,
+        at parent: [any CodingKey],
+        _ key: (any CodingKey)? = nil
+    ) throws(EncodingError) -> Node {
+        guard value.isFinite else { throw notFinite(value, at: parent, key) }
         return .number(text(of: value))
+    }
+
+    private static func notFinite(
+        _ value: some BinaryFloatingPoint,
+        at parent: [any CodingKey],
+        _ key: (any CodingKey)?
+    ) -> EncodingError {
+        EncodingError.invalidValue(
+            value,
+            EncodingError.Context(
+                codingPath: parent + (key.map { [$0] } ?? []),
+                debugDescription: "\(value) has no JSON form"
+            )
+        )
     }
 
     /// Swift's shortest text that reads back as `value`, without the ".0" of a whole number.
@@ -181,13 +209,18 @@ public enum JSONWriter {
 private final class TreeEncoder: Encoder {
     typealias Node = JSONWriter.Node
 
-    let codingPath: [any CodingKey]
+    /// The path is kept in two parts and joined only when asked for (by an error, or by a container for an
+    /// object or array): most values are leaves, and a joined path costs an array.
+    let parent: [any CodingKey]
+    let key: (any CodingKey)?
+    var codingPath: [any CodingKey] { key.map { parent + [$0] } ?? parent }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     private(set) var node: Node?
     private let store: ((Node) -> Void)?
 
-    init(codingPath: [any CodingKey], store: ((Node) -> Void)? = nil) {
-        self.codingPath = codingPath
+    init(parent: [any CodingKey], key: (any CodingKey)? = nil, store: ((Node) -> Void)? = nil) {
+        self.parent = parent
+        self.key = key
         self.store = store
     }
 
@@ -242,14 +275,18 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let box: JSONWriter.ObjectBox
     let codingPath: [any CodingKey]
 
-    private func put(_ node: Node, _ key: some CodingKey) { box.members[key.stringValue] = node }
+    private func put(_ node: Node, _ key: Key) { box.put(key.stringValue, node) }
     private func path(_ key: Key) -> [any CodingKey] { codingPath + [key] }
 
     mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
     mutating func encode(_ value: String, forKey key: Key) throws { put(.string(value), key) }
-    mutating func encode(_ value: Double, forKey key: Key) throws { put(try JSONWriter.number(value, at: path(key)), key) }
-    mutating func encode(_ value: Float, forKey key: Key) throws { put(try JSONWriter.number(value, at: path(key)), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws {
+        put(try JSONWriter.number(value, at: codingPath, key), key)
+    }
+    mutating func encode(_ value: Float, forKey key: Key) throws {
+        put(try JSONWriter.number(value, at: codingPath, key), key)
+    }
     mutating func encode(_ value: Int, forKey key: Key) throws { put(.number(String(value)), key) }
     mutating func encode(_ value: Int8, forKey key: Key) throws { put(.number(String(value)), key) }
     mutating func encode(_ value: Int16, forKey key: Key) throws { put(.number(String(value)), key) }
@@ -262,7 +299,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt64, forKey key: Key) throws { put(.number(String(value)), key) }
 
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        put(try JSONWriter.node(for: value, at: path(key)), key)
+        put(try JSONWriter.node(for: value, at: codingPath, key), key)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
@@ -282,13 +319,13 @@ private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func superEncoder() -> any Encoder {
         let box = box
-        return TreeEncoder(codingPath: codingPath + [IndexKey.superKey]) { box.members["super"] = $0 }
+        return TreeEncoder(parent: codingPath, key: IndexKey.superKey) { box.put("super", $0) }
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
         let box = box
         let name = key.stringValue
-        return TreeEncoder(codingPath: path(key)) { box.members[name] = $0 }
+        return TreeEncoder(parent: codingPath, key: key) { box.put(name, $0) }
     }
 }
 
@@ -305,8 +342,8 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encodeNil() throws { add(.null) }
     mutating func encode(_ value: Bool) throws { add(.bool(value)) }
     mutating func encode(_ value: String) throws { add(.string(value)) }
-    mutating func encode(_ value: Double) throws { add(try JSONWriter.number(value, at: next)) }
-    mutating func encode(_ value: Float) throws { add(try JSONWriter.number(value, at: next)) }
+    mutating func encode(_ value: Double) throws { add(try JSONWriter.number(value, at: codingPath, IndexKey(count))) }
+    mutating func encode(_ value: Float) throws { add(try JSONWriter.number(value, at: codingPath, IndexKey(count))) }
     mutating func encode(_ value: Int) throws { add(.number(String(value))) }
     mutating func encode(_ value: Int8) throws { add(.number(String(value))) }
     mutating func encode(_ value: Int16) throws { add(.number(String(value))) }
@@ -317,7 +354,9 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt16) throws { add(.number(String(value))) }
     mutating func encode(_ value: UInt32) throws { add(.number(String(value))) }
     mutating func encode(_ value: UInt64) throws { add(.number(String(value))) }
-    mutating func encode<T: Encodable>(_ value: T) throws { add(try JSONWriter.node(for: value, at: next)) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        add(try JSONWriter.node(for: value, at: codingPath, IndexKey(count)))
+    }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type
@@ -340,7 +379,7 @@ private struct UnkeyedContainer: UnkeyedEncodingContainer {
         let index = count
         let path = next
         add(.null)
-        return TreeEncoder(codingPath: path) { box.items[index] = $0 }
+        return TreeEncoder(parent: path) { box.items[index] = $0 }
     }
 }
 
@@ -355,8 +394,8 @@ private struct SingleContainer: SingleValueEncodingContainer {
     mutating func encodeNil() throws { set(.null) }
     mutating func encode(_ value: Bool) throws { set(.bool(value)) }
     mutating func encode(_ value: String) throws { set(.string(value)) }
-    mutating func encode(_ value: Double) throws { set(try JSONWriter.number(value, at: codingPath)) }
-    mutating func encode(_ value: Float) throws { set(try JSONWriter.number(value, at: codingPath)) }
+    mutating func encode(_ value: Double) throws { set(try JSONWriter.number(value, at: encoder.parent, encoder.key)) }
+    mutating func encode(_ value: Float) throws { set(try JSONWriter.number(value, at: encoder.parent, encoder.key)) }
     mutating func encode(_ value: Int) throws { set(.number(String(value))) }
     mutating func encode(_ value: Int8) throws { set(.number(String(value))) }
     mutating func encode(_ value: Int16) throws { set(.number(String(value))) }
@@ -367,5 +406,7 @@ private struct SingleContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt16) throws { set(.number(String(value))) }
     mutating func encode(_ value: UInt32) throws { set(.number(String(value))) }
     mutating func encode(_ value: UInt64) throws { set(.number(String(value))) }
-    mutating func encode<T: Encodable>(_ value: T) throws { set(try JSONWriter.node(for: value, at: codingPath)) }
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        set(try JSONWriter.node(for: value, at: encoder.parent, encoder.key))
+    }
 }

@@ -40,7 +40,9 @@ struct JSONWriterTests {
         #expect(try Self.ours(ControlTextTests.status) == Self.foundation(ControlTextTests.status))
         for request in ControlCodecTests.requests {
             #expect(try Self.ours(request.json) == Self.foundation(request.json))
-            #expect(try String(decoding: JSONWriter.bytes(request.json), as: UTF8.self) == Self.foundation(request.json))
+            #expect(
+                try String(decoding: JSONWriter.bytes(request.json), as: UTF8.self) == Self.foundation(request.json)
+            )
         }
     }
 
@@ -192,7 +194,8 @@ struct JSONWriterTests {
             try JSONWriter.bytes(value)
         } throws: { error in
             guard case EncodingError.invalidValue(_, let context) = error else { return false }
-            return context.codingPath.map(\.stringValue) == ["single"] && context.debugDescription == "nan has no JSON form"
+            return context.codingPath.map(\.stringValue) == ["single"]
+                && context.debugDescription == "nan has no JSON form"
         }
         value.single = 0
         value.nested = [:]
@@ -230,7 +233,12 @@ struct JSONWriterTests {
         } throws: { error in
             guard let error = error as? ControlError else { return false }
             #expect(error.code == .malformedJSON)
-            #expect(error.message.hasPrefix("the line is not a JSON object (\(detail)): "), "\(error.message)")
+            let kind = line.hasPrefix(#"{"event""#) ? "an event" : "a reply"
+            #expect(
+                error.message.hasPrefix("hushd sent \(kind) this hushctl cannot read (\(detail)): "),
+                "\(error.message)"
+            )
+            #expect(error.message.hasSuffix("; are hushd and hushctl from the same build?"))
             return true
         }
     }

@@ -253,12 +253,15 @@ func run(_ arguments: [String]) throws {
         }
         let count = Double(rounds * lines.count)
         guard ourBytes == peerBytes, read == rounds * lines.count, peerRead == read else {
-            print("hush-mixbench: the writers or readers disagree: \(ourBytes) and \(peerBytes) bytes, \(read) and \(peerRead) lines read")
+            print(
+                "hush-mixbench: the writers or readers disagree: \(ourBytes) and \(peerBytes) bytes, \(read) and \(peerRead) lines read"
+            )
             exit(1)
         }
         print(
             String(
-                format: "server lines written: JSONWriter %.2f us/line, Foundation JSONEncoder %.2f us/line (ratio %.1fx); "
+                format:
+                    "server lines written: JSONWriter %.2f us/line, Foundation JSONEncoder %.2f us/line (ratio %.1fx); "
                     + "read back: decodeMessage %.2f us/line, Foundation JSONDecoder %.2f us/line (ratio %.1fx)",
                 ours / count * 1e6,
                 peer / count * 1e6,
