@@ -41,7 +41,37 @@ public final class AudioOutputThread: @unchecked Sendable {
         public let deviceOpen = Atomic<Int>(0)
         /// Devices switched to at a route change.
         public let handovers = Atomic<Int>(0)
+        /// The longest time from the start of one period to the start of the next, in nanoseconds, since the
+        /// control side last took it (`exchange(0)`). About a period when all is well, since the blocking write
+        /// paces the loop; far longer when the thread was held off — by the CPU, a higher-priority thread or a
+        /// stall of the whole machine — which is what lies behind most underruns. Reading the monotonic clock
+        /// twice a period is the whole cost: no system call (vDSO), no allocation, no lock.
+        public let longestGap = Atomic<Int>(0)
+        /// The longest render of one period, in nanoseconds, since last taken: hushd's own share of a period.
+        public let longestRender = Atomic<Int>(0)
         init() {}
+    }
+
+    /// What most likely caused underruns, from the longest gap between periods and the longest render in the
+    /// same stretch: a sentence for hushd's log.
+    public static func diagnosis(gap: Duration, render: Duration, period: Duration, queued: Duration) -> String {
+        func ms(_ duration: Duration) -> String {
+            let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+            guard value < 10 else { return "\(Int(value.rounded())) ms" }
+            let tenths = Int((value * 10).rounded())
+            return "\(tenths / 10).\(tenths % 10) ms"
+        }
+        let figures = "the longest gap between periods was \(ms(gap)), with \(ms(queued)) queued; the longest render "
+            + "took \(ms(render)) of a \(ms(period)) period"
+        if render > period {
+            return "\(figures): mixing one period took longer than playing it; raise period_frames or play fewer "
+                + "sounds at once"
+        }
+        if gap > queued {
+            return "\(figures): the audio thread was held off longer than the queue lasts; something else had the "
+                + "CPU (a higher-priority thread, interrupts, a stalled machine)"
+        }
+        return "\(figures): the audio thread kept time; the device or its driver did not"
     }
 
     public let engine: MixerEngine
@@ -210,6 +240,8 @@ public final class AudioOutputThread: @unchecked Sendable {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
         defer { buffer.deallocate() }
         var backoff = Duration.milliseconds(100)
+        // When the last period started; 0 until a period is written on the current device.
+        var previousStart = 0
         while running.load(ordering: .relaxed) {
             // A handover seen now was published after the commands that go with it (R5's pauses before the
             // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
@@ -218,6 +250,7 @@ public final class AudioOutputThread: @unchecked Sendable {
             let switching = incoming.load(ordering: .acquiring) != 0
             if switching && playback == nil { acceptHandover() }
             guard let device = playback else {
+                previousStart = 0
                 sleepFor(backoff)
                 backoff = min(backoff * 2, .milliseconds(250))
                 if let reopened = open(reopenConfiguration), Self.sameFormat(reopened.granted, granted) {
@@ -229,7 +262,11 @@ public final class AudioOutputThread: @unchecked Sendable {
                 }
                 continue
             }
+            let start = Self.monotonicNanoseconds()
+            if previousStart != 0 { Self.raise(counters.longestGap, to: start - previousStart) }
+            previousStart = start
             engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
+            Self.raise(counters.longestRender, to: Self.monotonicNanoseconds() - start)
             counters.periods.add(1, ordering: .relaxed)
             switch device.write(buffer, frames: frames) {
             case .written:
@@ -250,6 +287,19 @@ public final class AudioOutputThread: @unchecked Sendable {
             }
             if switching { acceptHandover() }
         }
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds: a vDSO read, no system call.
+    private static func monotonicNanoseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec * 1_000_000_000 + now.tv_nsec
+    }
+
+    /// Keeps the larger of `counter` and `value`. Only the audio thread raises; the control side takes the value
+    /// with `exchange(0)`, so a race between them moves a figure to the next report, never loses the larger one.
+    private static func raise(_ counter: borrowing Atomic<Int>, to value: Int) {
+        if value > counter.load(ordering: .relaxed) { counter.store(value, ordering: .relaxed) }
     }
 
     private func sleepFor(_ duration: Duration) {

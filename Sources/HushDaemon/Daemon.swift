@@ -243,9 +243,20 @@ public final class Daemon {
         let underruns = counters.underruns.load(ordering: .relaxed)
         let losses = counters.deviceLosses.load(ordering: .relaxed)
         let reopenings = counters.reopenings.load(ordering: .relaxed)
+        // The gap and render figures cover the time since the last look, which is when the underruns happened.
+        let gap = Duration.nanoseconds(counters.longestGap.exchange(0, ordering: .relaxed))
+        let render = Duration.nanoseconds(counters.longestRender.exchange(0, ordering: .relaxed))
         if underruns != reported.underruns {
+            let granted = output?.granted ?? setup.output
+            let period = Duration.nanoseconds(granted.periodFrames * 1_000_000_000 / granted.sampleRate)
+            let diagnosis = AudioOutputThread.diagnosis(
+                gap: gap,
+                render: render,
+                period: period,
+                queued: period * granted.periods
+            )
             logger.warning(
-                "\(currentPCM): \(underruns - reported.underruns) underrun(s) (\(underruns) in all), recovered with a fade-in"
+                "\(currentPCM): \(underruns - reported.underruns) underrun(s) (\(underruns) in all), recovered with a fade-in; \(diagnosis)"
             )
         }
         if losses != reported.losses {

@@ -43,6 +43,12 @@ func hushdPID() throws -> pid_t {
     return pid
 }
 
+/// hushd's underrun warnings so far, from its log.
+func underrunWarnings() -> [String] {
+    (readWholeFile("/tmp/hushd.log") ?? "").split(separator: "\n").filter { $0.contains("underrun(s)") }
+        .map { $0.trimmingCharacters(in: .whitespaces) }
+}
+
 /// Underruns hushd counted since it started (`hushctl status`).
 func underrunsCounted() throws -> Int {
     guard let output = try status()["output"] as? [String: Any], let xruns = output["xruns"] as? Int else {
@@ -100,6 +106,7 @@ let faultChecks: [Check] = [
         let buffered = 3 * periodMs
         for stopMs in [10, 50, 200] {
             let before = try underrunsCounted()
+            let warned = underrunWarnings().count
             let heard = try listen(
                 to: [speakerCapture],
                 seconds: 2,
@@ -142,6 +149,24 @@ let faultChecks: [Check] = [
             )
             if let fade { try require(fade < 0.9, "no fade-in after the underrun: first ms at \(fade) of steady") }
             try require(abs(steady - expectedLevel(step: 8)) < 1, "the music is back at its level: \(steady)")
+            if counted > 0 {
+                // hushd's warnings say what it saw: the audio thread's longest gap between periods spans the stop.
+                let warnings = underrunWarnings().dropFirst(warned)
+                for warning in warnings { print("  hushd said: \(warning)") }
+                let gaps = warnings.compactMap { warning in
+                    warning.firstMatch(of: /longest gap between periods was (\d+) ms/).flatMap { Int($0.1) }
+                }
+                try require(
+                    !warnings.isEmpty && gaps.count == warnings.count,
+                    "hushd's underrun warnings give no gap between periods: \(Array(warnings))"
+                )
+                if stopMs == 200 {
+                    try require(
+                        gaps.max() ?? 0 >= 180 && warnings.contains { $0.contains("held off") },
+                        "a 200 ms stop was reported as gaps of \(gaps) ms, or not as the thread held off"
+                    )
+                }
+            }
         }
         kill(client, SIGTERM)
         try waitForSilence(on: "music")
