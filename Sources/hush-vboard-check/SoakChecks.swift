@@ -243,6 +243,9 @@ let soakChecks: [Check] = [
             "hushd's open descriptors with no client changed: \(first.descriptors), \(baseline.descriptors), "
                 + "\(last.descriptors)"
         )
+        // hushd's own account of each: the longest gap between periods and the likeliest cause (a gap longer than
+        // the queue is the thread held off, which under TCG is the emulated machine standing still).
+        for warning in underrunWarnings() { print("  hushd said: \(warning)") }
         try require(underruns == 0, "\(underruns) underrun(s), none provoked")
         try require(sessionsLeft == 0, "\(sessionsLeft) session(s) left after every client ended")
     },
