@@ -61,7 +61,8 @@ public final class AudioOutputThread: @unchecked Sendable {
             let tenths = Int((value * 10).rounded())
             return "\(tenths / 10).\(tenths % 10) ms"
         }
-        let figures = "the longest gap between periods was \(ms(gap)), with \(ms(queued)) queued; the longest render "
+        let figures =
+            "the longest gap between periods was \(ms(gap)), with \(ms(queued)) queued; the longest render "
             + "took \(ms(render)) of a \(ms(period)) period"
         if render > period {
             return "\(figures): mixing one period took longer than playing it; raise period_frames or play fewer "

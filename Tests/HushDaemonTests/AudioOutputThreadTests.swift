@@ -65,25 +65,28 @@ struct AudioOutputThreadTests {
         #expect(thread.counters.longestGap.load(ordering: .relaxed) == 0)
     }
 
-    @Test("the diagnosis names the likeliest cause from the figures", arguments: [
-        (
-            Duration.milliseconds(212), Duration.microseconds(350),
-            "the longest gap between periods was 212 ms, with 64 ms queued; the longest render took 0.4 ms of a "
-                + "21 ms period: the audio thread was held off longer than the queue lasts; something else had the "
-                + "CPU (a higher-priority thread, interrupts, a stalled machine)"
-        ),
-        (
-            Duration.milliseconds(30), Duration.milliseconds(25),
-            "the longest gap between periods was 30 ms, with 64 ms queued; the longest render took 25 ms of a "
-                + "21 ms period: mixing one period took longer than playing it; raise period_frames or play fewer "
-                + "sounds at once"
-        ),
-        (
-            Duration.microseconds(21_400), Duration.microseconds(120),
-            "the longest gap between periods was 21 ms, with 64 ms queued; the longest render took 0.1 ms of a "
-                + "21 ms period: the audio thread kept time; the device or its driver did not"
-        ),
-    ])
+    @Test(
+        "the diagnosis names the likeliest cause from the figures",
+        arguments: [
+            (
+                Duration.milliseconds(212), Duration.microseconds(350),
+                "the longest gap between periods was 212 ms, with 64 ms queued; the longest render took 0.4 ms of a "
+                    + "21 ms period: the audio thread was held off longer than the queue lasts; something else had the "
+                    + "CPU (a higher-priority thread, interrupts, a stalled machine)"
+            ),
+            (
+                Duration.milliseconds(30), Duration.milliseconds(25),
+                "the longest gap between periods was 30 ms, with 64 ms queued; the longest render took 25 ms of a "
+                    + "21 ms period: mixing one period took longer than playing it; raise period_frames or play fewer "
+                    + "sounds at once"
+            ),
+            (
+                Duration.microseconds(21_400), Duration.microseconds(120),
+                "the longest gap between periods was 21 ms, with 64 ms queued; the longest render took 0.1 ms of a "
+                    + "21 ms period: the audio thread kept time; the device or its driver did not"
+            ),
+        ]
+    )
     func diagnosis(_ gap: Duration, _ render: Duration, _ expected: String) {
         let period = Duration.nanoseconds(1024 * 1_000_000_000 / 48000)
         #expect(
