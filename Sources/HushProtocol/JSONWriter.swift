@@ -1,10 +1,10 @@
 /// Writes an `Encodable` value as one line of JSON: keys sorted, no whitespace, "/" not escaped.
 ///
 /// hushd writes every reply and event with this, and hushctl every request. Foundation's `JSONEncoder` did the
-/// job before; it builds the same kind of tree through the same `Encodable` conformances, but half of the control
-/// fuzz harness's time went into it and its reader, and hushd encodes each event once per subscriber. This writer
-/// gives the bytes `JSONEncoder` gave with `[.sortedKeys, .withoutEscapingSlashes]` (a differential test holds it
-/// to that), so the wire format, the documented examples and every client stay as they were:
+/// job before, through the same `Encodable` conformances; this writer is somewhat faster (docs/performance.md) and
+/// lets the protocol do without Foundation. It gives the bytes `JSONEncoder` gave with
+/// `[.sortedKeys, .withoutEscapingSlashes]` (a differential test holds it to that), so the wire format, the
+/// documented examples and every client stay as they were:
 /// - object keys in ascending order of their Unicode scalars (every key of the protocol is ASCII);
 /// - whole numbers without a fraction ("3", also for the Double 3.0), others in Swift's shortest form that reads
 ///   back to the same Double ("0.1", "1e-05");
@@ -97,10 +97,11 @@ public enum JSONWriter {
         case .null: return .null
         case .bool(let value): return .bool(value)
         case .number(let value):
-            // Whole numbers as integers, as JSONValue's own encode(to:) writes them; JSONReader never yields a
-            // number that is not finite.
+            // Whole numbers as integers, as JSONValue's own encode(to:) writes them. JSONReader never yields a
+            // number that is not finite, nor does RequestParser build one; should code ever do so, null says
+            // "no value" where a made-up number would lie.
             if let whole = JSONValue.number(value).integer { return .number(String(whole)) }
-            return .number(value.isFinite ? text(of: value) : "0")
+            return value.isFinite ? .number(text(of: value)) : .null
         case .string(let value): return .string(value)
         case .array(let values):
             let box = ArrayBox()
