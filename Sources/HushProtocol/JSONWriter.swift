@@ -114,36 +114,22 @@ public enum JSONWriter {
         }
     }
 
-    static func number(
-        _ value: Double,
+    /// A Double or Float as JSON; one that is not finite has no JSON form.
+    static func number<F: BinaryFloatingPoint & LosslessStringConvertible>(
+        _ value: F,
         at parent: [any CodingKey],
         _ key: (any CodingKey)? = nil
     ) throws(EncodingError) -> Node {
-        guard value.isFinite else { throw notFinite(value, at: parent, key) }
-        return .number(text(of: value))
-    }
-
-    static func number(
-        _ value: Float,
-        at parent: [any CodingKey],
-        _ key: (any CodingKey)? = nil
-    ) throws(EncodingError) -> Node {
-        guard value.isFinite else { throw notFinite(value, at: parent, key) }
-        return .number(text(of: value))
-    }
-
-    private static func notFinite(
-        _ value: some BinaryFloatingPoint,
-        at parent: [any CodingKey],
-        _ key: (any CodingKey)?
-    ) -> EncodingError {
-        EncodingError.invalidValue(
-            value,
-            EncodingError.Context(
-                codingPath: parent + (key.map { [$0] } ?? []),
-                debugDescription: "\(value) has no JSON form"
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: parent + (key.map { [$0] } ?? []),
+                    debugDescription: "\(value) has no JSON form"
+                )
             )
-        )
+        }
+        return .number(text(of: value))
     }
 
     /// Swift's shortest text that reads back as `value`, without the ".0" of a whole number.
