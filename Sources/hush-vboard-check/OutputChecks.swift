@@ -94,24 +94,32 @@ func playTone(pcm: String, seconds: Double) -> Bool {
 let outputChecks: [Check] = [
     Check(name: "output-silence-switch-on-snd-aloop") {
         // hushd plays music (440 Hz) and an ambient effect (1000 Hz) into snd-aloop; the capture side hears it.
+        // The switch comes on 2.5 s in: the capture opens only once hushd feeds the device, and opening it took over
+        // a second once in CI (a clean clone's first boot), after which the capture began with the effect already
+        // silenced.
         try playInBackground(
             """
             0 activate 1 music playback tone=440 loop
             0 activate 2 effect ambient tone=1000 loop
             0 play 1
             0 play 2
-            1.5 silence on
-            3.0 silence off
-            4.5 end
+            2.5 silence on
+            4.0 silence off
+            5.5 end
             """
         )
-        let samples = try record("hw:Loopback,1,0", seconds: 5.5, periodFrames: 512)
+        let samples = try record("hw:Loopback,1,0", seconds: 6.5, periodFrames: 512)
         print(readFile("/tmp/hushd-play.log").map { "  hushd: \($0)" } ?? "  (no hushd log)")
         guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
         else { throw CheckFailure("the music never arrived on the capture side") }
         let music = level(440, samples, at: onset + 0.5)
         try require(abs(music - (-30.02)) < 1, "music at system volume 8 should be -30 dBFS, is \(music)")
-        try require(level(1000, samples, at: onset + 0.5) > -31, "the effect sounds before silence")
+        let effect = level(1000, samples, at: onset + 0.5)
+        try require(
+            effect > -31,
+            "the effect should sound before silence: 1000 Hz at \(effect) dBFS \(onset + 0.5) s into the capture "
+                + "(music onset at \(onset) s)"
+        )
         // The switch's two edges are found in the capture rather than assumed at fixed offsets from the onset: under
         // a loaded host the capture can start late, and one 100 ms window is one sample of a noisy clock.
         let end = Double(samples.count) / 48000 - 0.1
