@@ -58,6 +58,9 @@ public final class AudioOutputThread: @unchecked Sendable {
         func ms(_ duration: Duration) -> String {
             let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
             guard value < 10 else { return "\(Int(value.rounded())) ms" }
+            // Under a tenth of a millisecond (mixing silence, a few voices on a fast CPU) in microseconds, so that
+            // the figure still says something.
+            guard value >= 0.1 else { return "\(Int((value * 1000).rounded())) µs" }
             let tenths = Int((value * 10).rounded())
             return "\(tenths / 10).\(tenths % 10) ms"
         }

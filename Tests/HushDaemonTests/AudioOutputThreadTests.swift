@@ -81,8 +81,8 @@ struct AudioOutputThreadTests {
                     + "sounds at once"
             ),
             (
-                Duration.microseconds(21_400), Duration.microseconds(120),
-                "the longest gap between periods was 21 ms, with 64 ms queued; the longest render took 0.1 ms of a "
+                Duration.microseconds(21_400), Duration.microseconds(40),
+                "the longest gap between periods was 21 ms, with 64 ms queued; the longest render took 40 µs of a "
                     + "21 ms period: the audio thread kept time; the device or its driver did not"
             ),
         ]
