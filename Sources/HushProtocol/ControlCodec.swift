@@ -67,8 +67,6 @@ public struct ControlCodec: Sendable {
         return bytes
     }
 
-    private static func line(_ value: JSONValue) -> [UInt8] { JSONWriter.bytes(value) + [0x0A] }
-
     // MARK: Decoding
 
     /// Reads one request line (without its newline). Failures carry the error to reply with and the request's id

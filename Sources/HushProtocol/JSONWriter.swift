@@ -21,13 +21,6 @@ public enum JSONWriter {
         return output
     }
 
-    /// `value` as JSON bytes, without a newline.
-    public static func bytes(_ value: JSONValue) -> [UInt8] {
-        var output: [UInt8] = []
-        write(node(for: value), into: &output)
-        return output
-    }
-
     // MARK: The tree
 
     /// A value being encoded. Objects and arrays are boxes, so that a container handed out earlier, and still held
@@ -60,8 +53,9 @@ public enum JSONWriter {
         }
     }
 
-    /// Encodes `value`, found at `key` below `parent` (the path is put together only for an error). JSONValue
-    /// and the common leaf types skip the `Encoder` round.
+    /// Encodes `value`, found at `key` below `parent` (the path is put together only for an error). The common
+    /// leaf types skip the `Encoder` round; a `JSONValue` goes through its own `encode(to:)`, which holds the rule
+    /// for whole numbers.
     static func node<T: Encodable>(
         for value: T,
         at parent: [any CodingKey],
@@ -72,7 +66,6 @@ public enum JSONWriter {
         if T.self == Int.self { return .number(String(unsafeBitCast(value, to: Int.self))) }
         if T.self == UInt64.self { return .number(String(unsafeBitCast(value, to: UInt64.self))) }
         if T.self == Double.self { return try number(unsafeBitCast(value, to: Double.self), at: parent, key) }
-        if T.self == JSONValue.self, let json = value as? JSONValue { return node(for: json) }
         let encoder = TreeEncoder(parent: parent, key: key)
         do {
             try value.encode(to: encoder)
@@ -90,28 +83,6 @@ public enum JSONWriter {
         }
         // A value that encodes nothing is an empty object, as with JSONEncoder.
         return encoder.node ?? .object(ObjectBox())
-    }
-
-    static func node(for value: JSONValue) -> Node {
-        switch value {
-        case .null: return .null
-        case .bool(let value): return .bool(value)
-        case .number(let value):
-            // Whole numbers as integers, as JSONValue's own encode(to:) writes them. JSONReader never yields a
-            // number that is not finite, nor does RequestParser build one; should code ever do so, null says
-            // "no value" where a made-up number would lie.
-            if let whole = JSONValue.number(value).integer { return .number(String(whole)) }
-            return value.isFinite ? .number(text(of: value)) : .null
-        case .string(let value): return .string(value)
-        case .array(let values):
-            let box = ArrayBox()
-            box.items = values.map(node(for:))
-            return .array(box)
-        case .object(let members):
-            let box = ObjectBox()
-            box.members = members.map { ($0.key, node(for: $0.value)) }
-            return .object(box)
-        }
     }
 
     /// A Double or Float as JSON; one that is not finite has no JSON form.

@@ -94,9 +94,9 @@ func playTone(pcm: String, seconds: Double) -> Bool {
 let outputChecks: [Check] = [
     Check(name: "output-silence-switch-on-snd-aloop") {
         // hushd plays music (440 Hz) and an ambient effect (1000 Hz) into snd-aloop; the capture side hears it.
-        // The switch comes on 2.5 s in: the capture opens only once hushd feeds the device, and opening it took over
-        // a second once in CI (a clean clone's first boot), after which the capture began with the effect already
-        // silenced.
+        // The switch comes on 2.5 s in: the capture opens only once hushd feeds the device, and a capture that
+        // opened over a second late (as probably happened once in CI, on a clean clone's first boot) began with the
+        // effect already silenced.
         try playInBackground(
             """
             0 activate 1 music playback tone=440 loop

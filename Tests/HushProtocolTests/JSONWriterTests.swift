@@ -72,7 +72,7 @@ struct JSONWriterTests {
         var generator = JSONReaderTests.Generator(seed: 0x5752_4954)
         for _ in 0..<3000 {
             let value = try JSONReader.read(Array(generator.value(depth: 0).utf8))
-            let bytes = JSONWriter.bytes(value)
+            let bytes = try JSONWriter.bytes(value)
             let text = String(decoding: bytes, as: UTF8.self)
             #expect(text == (try Self.foundation(value)))
             #expect(try JSONReader.read(bytes) == value, "\(text)")
