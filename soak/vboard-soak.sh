@@ -44,13 +44,14 @@ mkdir -p "$snapshot/board"
 cp -a "$root/board/virtual" "$snapshot/board/"
 ln -s "$root/.build" "$snapshot/.build"
 # The guest kernel preempts fully and runs interrupt handlers in threads (Debian's kernel is built with
-# PREEMPT_DYNAMIC and boots with voluntary preemption and hard-IRQ handlers). Under TCG every kernel path runs tens
-# of times slower than on hardware, and hushd's console on the emulated 16550 UART (ttyS1) sends a burst of lines
-# at every event byte by byte from the UART's interrupt handler, which as a hard IRQ runs before any thread,
-# hushd's SCHED_FIFO audio thread included. With `threadirqs` the handlers are SCHED_FIFO 50 threads, below the
-# audio thread's 70. On a quiet host the soak counted 10 and 7 underruns in 30 minutes without it, and 1 in 20
-# minutes and 3 in 30 with it; hushd reported each of those 3 as its thread held off about 90 ms, 8 minutes apart
-# (docs/reliability.md#soak). SOAK_KERNEL_ARGS= (empty) boots with the kernel's defaults.
+# PREEMPT_DYNAMIC and boots with voluntary preemption and hard-IRQ handlers), as an audio device should
+# (docs/deploy.md): hushd's console on the emulated 16550 UART (ttyS1) sends a burst of lines at every event byte
+# by byte from the UART's interrupt handler; with `threadirqs` that is a SCHED_FIFO 50 thread, below the audio
+# thread's 70. SOAK_KERNEL_ARGS= (empty) boots with the kernel's defaults.
+# On a quiet host the 30-minute soak counted 10 underruns with the defaults, 7 with preempt=full and 3 with both.
+# hushd reported each of those 3 as its thread held off about 90 ms: qemu flushing its translation cache, which
+# stops every vCPU. run.sh now boots the guest with norandmaps under TCG, which keeps the cache from filling, and
+# the next 30-minute run counted 0 (docs/reliability.md#soak).
 export VBOARD_KERNEL_ARGS="${SOAK_KERNEL_ARGS-preempt=full threadirqs}"
 exec "$snapshot/board/virtual/run.sh" --scenario "$scenario" --payload "$payload" \
     --timeout $((seconds + 240))

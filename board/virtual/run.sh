@@ -32,7 +32,10 @@
 #   # vboard-timeout: SECONDS               its default --timeout, for scenarios longer than 180 s
 #
 # Environment: VBOARD_ACCEL=kvm to use KVM where it works (default tcg); VBOARD_KERNEL=ABI (see setup.sh);
-# VBOARD_KERNEL_ARGS: more kernel command-line arguments, such as preempt=full (the soak's).
+# VBOARD_KERNEL_ARGS: more kernel command-line arguments, such as preempt=full (the soak's);
+# VBOARD_MONITOR=PATH: qemu's monitor on a Unix socket at PATH, to ask it `info jit` (how much code its TCG
+# translated and how often it flushed its translation cache). The command stops the guest while it counts, for
+# about as long as a flush: ask it seldom during a timing test.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -218,14 +221,25 @@ if [ -x "$operator" ]; then
     operator_pid=$!
 fi
 accel="${VBOARD_ACCEL:-tcg}"
+# Under TCG the guest places every process at fixed addresses (norandmaps). With address-space randomisation,
+# qemu 7.2 translated about 10 MB of host code a second during the soak, whose clients (every hushctl a scenario
+# starts) are new processes at new addresses; that filled TCG's 1 GiB cache every 80-100 s, qemu empties a full
+# cache with every vCPU stopped, and the soak's underruns (hushd's thread held off 90-110 ms) came from those
+# stops. With norandmaps the cache grew 0.25 MB in two minutes of the same soak, and 30 minutes had no underrun
+# (measured with VBOARD_MONITOR and `info jit`, docs/reliability.md#soak). Real hardware has no such cache, and
+# nothing in hush relies on the layout.
+emulation_args=""
+[ "$accel" = tcg ] && emulation_args=" norandmaps"
+monitor_option=(-monitor none)
+[ -n "${VBOARD_MONITOR:-}" ] && monitor_option=(-monitor "unix:$VBOARD_MONITOR,server=on,wait=off")
 echo "virtual board: scenario '$scenario' on $abi ($accel, $cpus CPUs, $memory MB, initramfs $(du -h "$initrd" | cut -f1)); log $log"
 set +e
 timeout -k 5 "$timeout" qemu-system-x86_64 \
     -accel "$accel" -cpu max -smp "$cpus" -m "$memory" \
     -nodefaults -nographic -no-reboot \
     -kernel "$kernel" -initrd "$initrd" \
-    -append "console=ttyS0 panic=-1 loglevel=4 edd=off mitigations=off rdinit=/init${VBOARD_KERNEL_ARGS:+ $VBOARD_KERNEL_ARGS}" \
-    -serial stdio "${serial2_option[@]}" -monitor none \
+    -append "console=ttyS0 panic=-1 loglevel=4 edd=off mitigations=off rdinit=/init$emulation_args${VBOARD_KERNEL_ARGS:+ $VBOARD_KERNEL_ARGS}" \
+    -serial stdio "${serial2_option[@]}" "${monitor_option[@]}" \
     </dev/null >"$log" 2>&1
 status=$?
 if [ -n "$operator_pid" ]; then
