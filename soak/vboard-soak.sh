@@ -49,8 +49,8 @@ ln -s "$root/.build" "$snapshot/.build"
 # by byte from the UART's interrupt handler; with `threadirqs` that is a SCHED_FIFO 50 thread, below the audio
 # thread's 70. SOAK_KERNEL_ARGS= (empty) boots with the kernel's defaults.
 # On a quiet host the 30-minute soak counted 10 underruns with the defaults, 7 with preempt=full and 3 with both.
-# hushd reported each of those 3 as its thread held off about 90 ms: qemu flushing its translation cache, which
-# stops every vCPU. run.sh now boots the guest with norandmaps under TCG, which keeps the cache from filling, and
+# hushd reported each of those 3 as its thread held off about 90 ms, as long as qemu stops every vCPU to flush its
+# translation cache, which filled every 80-100 s (measured afterwards). run.sh now boots the guest with norandmaps under TCG, which keeps the cache from filling, and
 # the next 30-minute run counted 0 (docs/reliability.md#soak).
 export VBOARD_KERNEL_ARGS="${SOAK_KERNEL_ARGS-preempt=full threadirqs}"
 exec "$snapshot/board/virtual/run.sh" --scenario "$scenario" --payload "$payload" \
