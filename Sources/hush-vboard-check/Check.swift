@@ -92,14 +92,13 @@ func drain(
     return events
 }
 
-/// Reads a small sysfs or procfs file.
+/// The whole text of a sysfs or procfs file (or a log), without its final newline; nil when it cannot be opened.
+/// Whole, not its first line: /proc/asound/cards lists the Loopback card first, and a check that read one line
+/// saw the Dummy card gone the moment it started waiting (the removal checks' "gone after 0 ms").
 func readFile(_ path: String) -> String? {
-    guard let file = fopen(path, "r") else { return nil }
-    defer { fclose(file) }
-    var buffer = [CChar](repeating: 0, count: 4096)
-    guard fgets(&buffer, Int32(buffer.count), file) != nil else { return "" }
-    let text = String(cString: buffer)
-    return text.hasSuffix("\n") ? String(text.dropLast()) : text
+    guard var text = readWholeFile(path) else { return nil }
+    if text.hasSuffix("\n") { text.removeLast() }
+    return text
 }
 
 /// Writes `text` to a sysfs file in one write, as the kernel expects.

@@ -62,6 +62,12 @@ func awaitPlaySummary(seconds: Double) -> String {
     return readWholeFile("/tmp/hushd-play.log") ?? ""
 }
 
+/// A log's lines, each indented and marked as hushd's.
+func hushdLines(_ log: String) -> String {
+    log.split(separator: "\n", omittingEmptySubsequences: false).map { "  hushd: \($0)" }.joined(separator: "\n")
+}
+
+/// The whole text of a file, as it is; nil when it cannot be opened.
 func readWholeFile(_ path: String) -> String? {
     guard let file = fopen(path, "r") else { return nil }
     defer { fclose(file) }
@@ -109,7 +115,7 @@ let outputChecks: [Check] = [
             """
         )
         let samples = try record("hw:Loopback,1,0", seconds: 6.5, periodFrames: 512)
-        print(readFile("/tmp/hushd-play.log").map { "  hushd: \($0)" } ?? "  (no hushd log)")
+        print(readFile("/tmp/hushd-play.log").map(hushdLines) ?? "  (no hushd log)")
         guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
         else { throw CheckFailure("the music never arrived on the capture side") }
         let music = level(440, samples, at: onset + 0.5)
@@ -259,7 +265,7 @@ let outputChecks: [Check] = [
         )
         try writeFile("\(driver)/bind", "snd_dummy.0")
         guard let back = waitFor(3, { running() }) else {
-            print(readFile("/tmp/hushd-play.log").map { "  hushd: \($0)" } ?? "")
+            print(readFile("/tmp/hushd-play.log").map(hushdLines) ?? "")
             throw CheckFailure("hushd did not resume output within 3 s of the card's return")
         }
         print("  output running again \(back.milliseconds) ms after the card returned")
