@@ -208,7 +208,11 @@ let faultChecks: [Check] = [
         try waitForSilence(on: "music")
         stopHushd()
 
-        // The period sweep: three voices through `hushd play` under the same load.
+        // The period sweep: three voices through `hushd play` under the same load, on the Dummy card. Not on the
+        // Loopback card: snd-aloop in this kernel (6.1) moves its pointer on the jiffies timer (4 ms at HZ=250),
+        // and takes 128-frame (2.7 ms) periods at a small fraction of their rate even with no load (82 of 3 000
+        // periods in 8 s, no underrun), which measured the driver, not hushd. snd-dummy (hrtimer=1) runs on a
+        // high-resolution timer and keeps time at 64 frames.
         var table: [(Int, Int, Int)] = []
         let scenario = "/tmp/scenario-load.txt"
         try writeFile(
@@ -224,14 +228,16 @@ let faultChecks: [Check] = [
 
             """
         )
-        for period in [128, 256, 512, 1024, 2048] {
+        for period in [64, 128, 256, 512, 1024, 2048] {
             shell("stress-ng --cpu \(cpus) --timeout \(settings.sweepSeconds + 2)s --quiet &")
             sleep(.milliseconds(300))
             let command =
-                "/payload/hushd play --board /payload/virtual.toml --pcm hw:Loopback,0,0 --period \(period)"
+                "/payload/hushd play --board /payload/virtual.toml --pcm hw:Dummy,0,0 --period \(period)"
                 + " --scenario \(scenario) >/tmp/hushd-play.log 2>&1 &"
+            // The last period's log goes first: the shell truncates it only once the background job runs, and its
+            // summary, read in that moment, was once taken for this period's.
+            unlink("/tmp/hushd-play.log")
             try require(system(command) == 0, "could not start hushd play")
-            _ = try? record(speakerCapture, seconds: Double(settings.sweepSeconds) - 0.3, periodFrames: period)
             let summary =
                 awaitPlaySummary(seconds: Double(settings.sweepSeconds) + 5)
                 .split(separator: "\n").first { $0.hasPrefix("played ") }.map(String.init) ?? "no summary"
@@ -241,12 +247,13 @@ let faultChecks: [Check] = [
             let underruns = words.firstIndex(of: "underruns,").flatMap { Int(words[$0 - 1]) } ?? -1
             let periods = words.firstIndex(of: "periods,").flatMap { Int(words[$0 - 1]) } ?? 0
             table.append((period, underruns, periods))
-            print("  period \(period) under load: \(summary)")
+            let share = periods * period * 100 / (settings.sweepSeconds * 48000)
+            print("  period \(period) under load: \(summary) (\(share)% of the periods in that time)")
         }
         let sustained = table.first { $0.1 == 0 && $0.2 >= settings.sweepSeconds * 48000 / $0.0 * 8 / 10 }?.0
         print("  smallest period with no underrun under stress-ng in the VM: \(sustained.map(String.init) ?? "none")")
         try require(table.allSatisfy { $0.1 >= 0 }, "hushd play printed no summary for a period: \(table)")
-        try require(sustained != nil, "no period up to 2048 frames played through the load without an underrun")
+        try require(sustained != nil, "no period from 64 to 2048 frames played through the load without an underrun")
         try startHushd()
     },
     Check(name: "faults-device-removal-repeated") {
