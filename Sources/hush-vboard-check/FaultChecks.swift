@@ -234,8 +234,8 @@ let faultChecks: [Check] = [
             let command =
                 "/payload/hushd play --board /payload/virtual.toml --pcm hw:Dummy,0,0 --period \(period)"
                 + " --scenario \(scenario) >/tmp/hushd-play.log 2>&1 &"
-            // The last period's log goes first: the shell truncates it only once the background job runs, and its
-            // summary, read in that moment, was once taken for this period's.
+            // Removed first: the shell truncates the log only when the background job starts, and the previous
+            // period's summary, read before that, was once taken for this one's.
             unlink("/tmp/hushd-play.log")
             try require(system(command) == 0, "could not start hushd play")
             let summary =
