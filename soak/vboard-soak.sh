@@ -39,7 +39,8 @@ else
     frames="${BASH_REMATCH[1]}" count="${BASH_REMATCH[2]}"
     sed -e "s/^period_frames = .*/period_frames = $frames  # the soak: see soak\/vboard-soak.sh/" \
         -e "s/^periods = .*/periods = $count/" "$root/board/profiles/virtual.toml" >"$payload/virtual.toml"
-    grep -q "^period_frames = $frames " "$payload/virtual.toml" && grep -q "^periods = $count\$" "$payload/virtual.toml" ||
+    grep -q "^period_frames = $frames " "$payload/virtual.toml" &&
+        grep -q "^periods = $count\$" "$payload/virtual.toml" ||
         { echo "vboard-soak.sh: could not set the period in board/profiles/virtual.toml's copy" >&2; exit 2; }
 fi
 echo "vboard-soak.sh: periods $(sed -n 's/^period_frames = \([0-9]*\).*/\1/p' "$payload/virtual.toml") x" \
@@ -61,8 +62,8 @@ ln -s "$root/.build" "$snapshot/.build"
 # thread's 70. SOAK_KERNEL_ARGS= (empty) boots with the kernel's defaults.
 # On a quiet host the 30-minute soak counted 10 underruns with the defaults, 7 with preempt=full and 3 with both.
 # hushd reported each of those 3 as its thread held off about 90 ms, as long as qemu stops every vCPU to flush its
-# translation cache, which filled every 80-100 s (measured afterwards). run.sh now boots the guest with norandmaps under TCG, which keeps the cache from filling, and
-# the next 30-minute run counted 0 (docs/reliability.md#soak).
+# translation cache, which filled every 80-100 s (measured afterwards). run.sh now boots the guest with norandmaps
+# under TCG, which keeps the cache from filling, and the next 30-minute run counted 0 (docs/reliability.md#soak).
 export VBOARD_KERNEL_ARGS="${SOAK_KERNEL_ARGS-preempt=full threadirqs}"
 exec "$snapshot/board/virtual/run.sh" --scenario "$scenario" --payload "$payload" \
     --timeout $((seconds + 240))

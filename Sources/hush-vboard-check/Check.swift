@@ -92,6 +92,21 @@ func drain(
     return events
 }
 
+/// Everything left in a C stream (a file, or a pipe from `popen`), as text.
+func readAll(_ stream: UnsafeMutablePointer<FILE>) -> String {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while case let count = fread(&buffer, 1, buffer.count, stream), count > 0 { bytes += buffer[..<count] }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// The whole text of a file, as it is; nil when it cannot be opened.
+func readWholeFile(_ path: String) -> String? {
+    guard let file = fopen(path, "r") else { return nil }
+    defer { fclose(file) }
+    return readAll(file)
+}
+
 /// The whole text of a sysfs or procfs file (or a log), without its final newline; nil when it cannot be opened.
 /// Whole, not its first line: /proc/asound/cards lists the Loopback card first, and a check that read one line
 /// saw the Dummy card gone the moment it started waiting (the removal checks' "gone after 0 ms").

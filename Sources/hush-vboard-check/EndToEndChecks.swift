@@ -37,9 +37,7 @@ func expectedLevel(step: Int, extra: Float = 0) -> Double {
 @discardableResult
 func shell(_ command: String) -> (output: String, status: Int32) {
     guard let pipe = popen(command + " 2>&1", "r") else { return ("popen failed", -1) }
-    var text = ""
-    var buffer = [CChar](repeating: 0, count: 4096)
-    while fgets(&buffer, Int32(buffer.count), pipe) != nil { text += String(cString: buffer) }
+    let text = readAll(pipe)
     let status = pclose(pipe)
     return (text, (status >> 8) & 0xff)
 }

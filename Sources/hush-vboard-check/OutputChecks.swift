@@ -67,16 +67,6 @@ func hushdLines(_ log: String) -> String {
     log.split(separator: "\n", omittingEmptySubsequences: false).map { "  hushd: \($0)" }.joined(separator: "\n")
 }
 
-/// The whole text of a file, as it is; nil when it cannot be opened.
-func readWholeFile(_ path: String) -> String? {
-    guard let file = fopen(path, "r") else { return nil }
-    defer { fclose(file) }
-    var text = ""
-    var buffer = [CChar](repeating: 0, count: 4096)
-    while fgets(&buffer, Int32(buffer.count), file) != nil { text += String(cString: buffer) }
-    return text
-}
-
 /// Plays a 440 Hz tone at -6 dBFS into `pcm` for `seconds`; false when the device cannot be used.
 func playTone(pcm: String, seconds: Double) -> Bool {
     guard let playback = try? ALSAPlayback(PlaybackConfiguration(pcm: pcm, periodFrames: 512, periods: 3)) else {

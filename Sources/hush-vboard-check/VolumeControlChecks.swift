@@ -68,14 +68,8 @@ private func expectValues(_ client: ALSAElementClient, _ expected: [Int], _ what
 private func amixer(_ arguments: String) -> (status: Int32, output: String)? {
     let candidates: [String] = ["/usr/bin/amixer", "/payload/amixer"]
     guard let path = candidates.first(where: { access($0, X_OK) == 0 }) else { return nil }
-    guard let pipe = popen("\(path) \(arguments) 2>&1", "r") else { return nil }
-    var output = ""
-    var buffer = [CChar](repeating: 0, count: 1024)
-    while fgets(&buffer, Int32(buffer.count), pipe) != nil {
-        output += String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-    let status = pclose(pipe)
-    return (status == -1 ? -1 : (status >> 8) & 0xFF, output)
+    let (output, status) = shell("\(path) \(arguments)")
+    return (status, output)
 }
 
 let volumeControlChecks: [Check] = [

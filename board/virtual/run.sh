@@ -225,9 +225,9 @@ accel="${VBOARD_ACCEL:-tcg}"
 # qemu 7.2 translated about 10 MB of host code a second during the soak, whose clients (every hushctl a scenario
 # starts) are new processes at new addresses; that filled TCG's 1 GiB cache every 80-100 s, qemu empties a full
 # cache with every vCPU stopped, and the soak's underruns (hushd's thread held off 90-110 ms) came with those
-# stops and went with them. With norandmaps the cache grew 0.25 MB in two minutes of the same soak, and 30 minutes had no underrun
-# (measured with VBOARD_MONITOR and `info jit`, docs/reliability.md#soak). Real hardware has no such cache, and
-# nothing in hush relies on the layout.
+# stops and went with them. With norandmaps the cache grew 0.25 MB in two minutes of the same soak, and 30 minutes
+# had no underrun (measured with VBOARD_MONITOR and `info jit`, docs/reliability.md#soak). Real hardware has no
+# such cache, and nothing in hush relies on the layout.
 emulation_args=""
 [ "$accel" = tcg ] && emulation_args=" norandmaps"
 monitor_option=(-monitor none)
