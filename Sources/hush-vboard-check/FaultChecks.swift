@@ -236,13 +236,7 @@ let faultChecks: [Check] = [
         for period in [64, 128, 256, 512, 1024, 2048] {
             shell("stress-ng --cpu \(cpus) --timeout \(settings.sweepSeconds + 2)s --quiet &")
             sleep(.milliseconds(300))
-            let command =
-                "/payload/hushd play --board /payload/virtual.toml --pcm hw:Dummy,0,0 --period \(period)"
-                + " --scenario \(scenario) >/tmp/hushd-play.log 2>&1 &"
-            // Removed first: the shell truncates the log only when the background job starts, and the previous
-            // period's summary, read before that, was once taken for this one's.
-            unlink("/tmp/hushd-play.log")
-            try require(system(command) == 0, "could not start hushd play")
+            try startPlay(pcm: "hw:Dummy,0,0", scenarioPath: scenario, period: period)
             let summary =
                 awaitPlaySummary(seconds: Double(settings.sweepSeconds) + 5)
                 .split(separator: "\n").first { $0.hasPrefix("played ") }.map(String.init) ?? "no summary"
@@ -271,13 +265,7 @@ let faultChecks: [Check] = [
         let scenario = "/tmp/scenario-removal.txt"
         let seconds = settings.cycles * 3 + 4
         try writeFile(scenario, "0 activate 1 music playback tone=440 loop\n0 play 1\n\(seconds) end\n")
-        try require(
-            system(
-                "/payload/hushd play --board /payload/virtual.toml --pcm hw:Dummy,0,0 --period 512"
-                    + " --scenario \(scenario) >/tmp/hushd-play.log 2>&1 &"
-            ) == 0,
-            "could not start hushd play"
-        )
+        try startPlay(pcm: "hw:Dummy,0,0", scenarioPath: scenario, period: 512)
         func running() -> Bool { readFile(pcmStatus)?.contains("state: RUNNING") == true }
         // Start-up of `hushd play` in a loaded TCG guest can take seconds; the removals are what is timed.
         try require(waitFor(15) { running() } != nil, "hushd never started feeding snd-dummy within 15 s")

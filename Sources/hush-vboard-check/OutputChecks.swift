@@ -23,14 +23,26 @@ func level(_ hz: Double, _ samples: [Float], at seconds: Double) -> Double {
     return ToneAnalysis.level(of: hz, in: samples[start..<(start + 4800)], sampleRate: 48000)
 }
 
-/// Starts `hushd play` in the background with `scenario`; its output goes to /tmp/hushd-play.log.
+/// Where `startPlay` sends the output of `hushd play`.
+let playLog = "/tmp/hushd-play.log"
+
+/// Starts `hushd play` in the background on `pcm` with the scenario file at `scenarioPath`; its output goes to
+/// `playLog`. The old log is removed first: the shell truncates it only when the background job starts, and a
+/// reader that came before that once took the previous run's summary for this one's.
+func startPlay(pcm: String, scenarioPath: String, period: Int? = nil, extra: String = "") throws {
+    unlink(playLog)
+    let periodOption = period.map { " --period \($0)" } ?? ""
+    let command =
+        "/payload/hushd play --board /payload/virtual.toml --pcm \(pcm)\(periodOption) --scenario \(scenarioPath)"
+        + " \(extra) >\(playLog) 2>&1 &"
+    try require(system(command) == 0, "could not start hushd play on \(pcm)")
+}
+
+/// Starts `hushd play` in the background on snd-aloop with `scenario` and waits until it feeds the device.
 func playInBackground(_ scenario: String, extra: String = "") throws {
     let path = "/tmp/scenario-\(getpid()).txt"
     try writeFile(path, scenario)
-    let command =
-        "/payload/hushd play --board /payload/virtual.toml --pcm hw:Loopback,0,0 --scenario \(path) \(extra)"
-        + " >/tmp/hushd-play.log 2>&1 &"
-    try require(system(command) == 0, "could not start hushd play")
+    try startPlay(pcm: "hw:Loopback,0,0", scenarioPath: path, extra: extra)
     // Recording starts once hushd feeds the device: its start-up under a loaded TCG host can take seconds, and the
     // checks read the capture from the music's onset.
     let start = monotonicNow()
@@ -56,10 +68,10 @@ func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Duration? {
 func awaitPlaySummary(seconds: Double) -> String {
     let start = monotonicNow()
     while monotonicNow() - start < .milliseconds(Int64(seconds * 1000)) {
-        if let log = readWholeFile("/tmp/hushd-play.log"), log.contains("played ") { return log }
+        if let log = readWholeFile(playLog), log.contains("played ") { return log }
         sleep(.milliseconds(100))
     }
-    return readWholeFile("/tmp/hushd-play.log") ?? ""
+    return readWholeFile(playLog) ?? ""
 }
 
 /// A log's lines, each indented and marked as hushd's.
@@ -105,7 +117,7 @@ let outputChecks: [Check] = [
             """
         )
         let samples = try record("hw:Loopback,1,0", seconds: 6.5, periodFrames: 512)
-        print(readFile("/tmp/hushd-play.log").map(hushdLines) ?? "  (no hushd log)")
+        print(readFile(playLog).map(hushdLines) ?? "  (no hushd log)")
         guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
         else { throw CheckFailure("the music never arrived on the capture side") }
         let music = level(440, samples, at: onset + 0.5)
@@ -185,10 +197,7 @@ let outputChecks: [Check] = [
         for period in [64, 128, 256, 512, 1024, 2048] {
             let path = "/tmp/scenario-period.txt"
             try writeFile(path, "0 activate 1 music playback tone=440 loop\n0 play 1\n3 end\n")
-            let command =
-                "/payload/hushd play --board /payload/virtual.toml --pcm hw:Loopback,0,0 --period \(period)"
-                + " --scenario \(path) >/tmp/hushd-play.log 2>&1 &"
-            try require(system(command) == 0, "could not start hushd play")
+            try startPlay(pcm: "hw:Loopback,0,0", scenarioPath: path, period: period)
             _ = try? record("hw:Loopback,1,0", seconds: 2.8, periodFrames: period)
             let log = awaitPlaySummary(seconds: 5)
             let summary = log.split(separator: "\n").first { $0.hasPrefix("played ") }.map(String.init) ?? "no summary"
@@ -216,10 +225,7 @@ let outputChecks: [Check] = [
         let status = "/proc/asound/Dummy/pcm0p/sub0/status"
         let path = "/tmp/scenario-devloss.txt"
         try writeFile(path, "0 activate 1 music playback tone=440 loop\n0 play 1\n7 end\n")
-        let command =
-            "/payload/hushd play --board /payload/virtual.toml --pcm hw:Dummy,0,0 --period 512"
-            + " --scenario \(path) >/tmp/hushd-play.log 2>&1 &"
-        try require(system(command) == 0, "could not start hushd play")
+        try startPlay(pcm: "hw:Dummy,0,0", scenarioPath: path, period: 512)
         func running() -> Bool { readFile(status)?.contains("state: RUNNING") == true }
         try require(waitFor(3) { running() } != nil, "hushd never started feeding snd-dummy")
         sleep(.milliseconds(500))
@@ -255,7 +261,7 @@ let outputChecks: [Check] = [
         )
         try writeFile("\(driver)/bind", "snd_dummy.0")
         guard let back = waitFor(3, { running() }) else {
-            print(readFile("/tmp/hushd-play.log").map(hushdLines) ?? "")
+            print(readFile(playLog).map(hushdLines) ?? "")
             throw CheckFailure("hushd did not resume output within 3 s of the card's return")
         }
         print("  output running again \(back.milliseconds) ms after the card returned")
