@@ -222,7 +222,7 @@ public final class Daemon {
         let pcm = configuration.pcm
         guard pcm != currentPCM, let output, !outputDescription.hasPrefix("file:") else { return }
         do {
-            let device = try ALSAPlayback(configuration)
+            let device = try openRouteDevice(configuration, output: output)
             if output.handOver(device, requested: configuration) {
                 logger.info("route \(route): output moves to \(pcm)")
                 currentPCM = pcm
@@ -232,6 +232,26 @@ public final class Daemon {
             }
         } catch {
             logger.error("route \(route): \(error.description); sound stays on \(currentPCM)")
+        }
+    }
+
+    /// Opens a route's PCM. A route switched back within a few periods (an override typed and cleared at once)
+    /// finds its PCM still held by hushd itself: the audio thread passes the old device back at its next period,
+    /// and the control side closes it (`reap`). So that device is closed first, and a busy PCM is tried again
+    /// every 5 ms for up to 100 ms before the switch is given up.
+    private func openRouteDevice(
+        _ configuration: PlaybackConfiguration,
+        output: AudioOutputThread
+    ) throws(HardwareError) -> ALSAPlayback {
+        let deadline = ContinuousClock.now + .milliseconds(100)
+        while true {
+            output.reap()
+            do {
+                return try ALSAPlayback(configuration)
+            } catch {
+                guard error.errno == EBUSY, ContinuousClock.now < deadline else { throw error }
+                usleep(5000)
+            }
         }
     }
 
