@@ -40,7 +40,10 @@ let package = Package(
         // MARK: Vocabulary and policy.
         .target(name: "HushCore"),
         .target(name: "HushPolicy", dependencies: ["HushCore"]),
-        .target(name: "HushTesting", dependencies: ["HushCore", "HushPolicy"]),
+        .target(
+            name: "HushTesting",
+            dependencies: ["HushCore", "HushPolicy", .product(name: "Logging", package: "swift-log")]
+        ),
         // The control socket's messages, codec and human-readable text: shared by hushd and hushctl.
         .target(name: "HushProtocol", dependencies: ["HushCore"]),
 

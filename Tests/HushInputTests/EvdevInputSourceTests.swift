@@ -1,4 +1,5 @@
 import HushCore
+import HushTesting
 import Logging
 import Testing
 

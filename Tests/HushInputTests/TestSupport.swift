@@ -1,6 +1,3 @@
-import Logging
-import Synchronization
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -51,32 +48,4 @@ func isReadable(_ descriptor: Int32?) -> Bool {
     guard let descriptor else { return false }
     var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
     return poll(&entry, 1, 0) > 0 && entry.revents & Int16(POLLIN) != 0
-}
-
-/// A log handler that keeps every message, so tests can check what a person at the console would read.
-struct RecordingLogHandler: LogHandler {
-    final class Box: Sendable {
-        let lines = Mutex<[(Logger.Level, String)]>([])
-        var messages: [String] { lines.withLock { $0.map(\.1) } }
-        func messages(at level: Logger.Level) -> [String] { lines.withLock { $0.filter { $0.0 == level }.map(\.1) } }
-    }
-
-    let box: Box
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        box.lines.withLock { $0.append((event.level, event.message.description)) }
-    }
-
-    /// A logger that records into a new box.
-    static func logger() -> (Logger, Box) {
-        let box = Box()
-        return (Logger(label: "hush.input.test") { _ in RecordingLogHandler(box: box) }, box)
-    }
 }
