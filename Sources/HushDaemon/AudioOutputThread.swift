@@ -25,6 +25,14 @@ public protocol PCMOutput: AnyObject {
     func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult
     /// Lets go of the device now.
     func close()
+    /// What was asked and what was granted, for the log.
+    var describeGrant: String { get }
+}
+
+extension PCMOutput {
+    public var describeGrant: String {
+        "granted \(granted.sampleRate) Hz, \(granted.channels) ch, \(granted.format), \(granted.periodFrames)×\(granted.periods)"
+    }
 }
 
 extension ALSAPlayback: PCMOutput {}

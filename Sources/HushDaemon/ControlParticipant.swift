@@ -280,7 +280,16 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 periods: granted.periods,
                 xruns: counters.underruns,
                 losses: counters.losses,
-                latencyMilliseconds: daemon.latencyMilliseconds
+                latencyMilliseconds: daemon.latencyMilliseconds,
+                pending: daemon.pendingRoute.map { pending in
+                    .init(
+                        route: pending.route,
+                        pcm: pending.pcm,
+                        error: pending.error.message,
+                        attempts: pending.attempts,
+                        seconds: Double((daemon.clock.now() - pending.since).milliseconds) / 1000
+                    )
+                }
             ),
             clients: server.clients.count
         )

@@ -30,8 +30,33 @@ public final class Daemon {
         /// Where clients may read sound files from.
         public var soundDirectories: [String] = []
         public var maxSessionsPerClient = 8
+        /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
+        /// told to). Used at start-up and at every route change to a PCM of its own.
+        public var openPlayback: (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
+            (configuration) throws(HardwareError) in try ALSAPlayback(configuration)
+        }
 
         public init() {}
+    }
+
+    /// A route whose PCM would not open — another program holds it, or its card is missing — so the sound stays
+    /// where it was while hushd tries that PCM again: first after ``PendingRoute/firstRetry``, then at doubling
+    /// intervals up to every ``PendingRoute/longestRetry``, until it opens or another route is chosen.
+    public struct PendingRoute: Sendable {
+        public static let firstRetry = Duration.milliseconds(250)
+        public static let longestRetry = Duration.seconds(2)
+        public var route: Route
+        /// The PCM the route wants.
+        public var pcm: String
+        /// Why the last attempt failed.
+        public var error: HardwareError
+        /// Attempts so far, the first (at the route change) included.
+        public var attempts: Int
+        /// When the route changed.
+        public var since: Instant
+        /// When the PCM is tried next.
+        public var nextAttempt: Instant
+        var interval: Duration
     }
 
     /// A batch of decisions with what caused them, for the console, the log and subscribers.
@@ -64,7 +89,10 @@ public final class Daemon {
     private var nextSession: UInt64 = 1
     private var lastPolicyTime = Instant.zero
     private var failedSources: Set<String> = []
-    private var currentPCM: String
+    /// The PCM the audio thread writes to (or last wrote to, while it is lost).
+    public private(set) var currentPCM: String
+    /// The route whose PCM would not open, while it is retried; nil once the sound goes where the route says.
+    public private(set) var pendingRoute: PendingRoute?
 
     public init(setup: Setup, inputs: [InputSource], clock: any MonotonicClock, logger: Logger) {
         self.setup = setup
@@ -109,7 +137,7 @@ public final class Daemon {
         let configuration = setup.routeOutputs[audio.policy.route] ?? setup.output
         let device: any PCMOutput
         do {
-            let playback = try ALSAPlayback(configuration)
+            let playback = try setup.openPlayback(configuration)
             logger.info("output \(configuration.pcm): \(playback.describeGrant)")
             device = playback
             outputDescription = configuration.pcm
@@ -151,6 +179,7 @@ public final class Daemon {
     public func service() {
         audio.service(at: policyTime())
         output?.reap()
+        retryPendingRoute()
         reportOutput()
     }
 
@@ -216,38 +245,107 @@ public final class Daemon {
         for sink in decisionSinks { sink(batch) }
     }
 
-    /// A route with a PCM of its own: open it here (not on the audio thread) and hand it over.
+    /// A route with a PCM of its own: open it here (not on the audio thread) and hand it over. A PCM that will
+    /// not open leaves the sound where it is and becomes the ``pendingRoute``, tried again from the loop.
     private func switchOutput(to route: Route) {
         let configuration = setup.routeOutputs[route] ?? setup.output
         let pcm = configuration.pcm
-        guard pcm != currentPCM, let output, !outputDescription.hasPrefix("file:") else { return }
-        do {
-            let device = try openRouteDevice(configuration, output: output)
-            if output.handOver(device, requested: configuration) {
-                logger.info("route \(route): output moves to \(pcm)")
-                currentPCM = pcm
-                outputDescription = pcm
-            } else {
-                logger.error("route \(route): \(pcm) granted \(device.describeGrant), unlike the running output")
-            }
-        } catch {
-            logger.error("route \(route): \(error.description); sound stays on \(currentPCM)")
+        guard let output, !outputDescription.hasPrefix("file:") else { return }
+        if let pending = pendingRoute, pending.pcm != pcm {
+            pendingRoute = nil
+            logger.notice(
+                "route \(route): hushd stops trying \(pending.pcm) (\(pending.attempts) attempt\(pending.attempts == 1 ? "" : "s") for \(pending.route))"
+            )
         }
+        guard pcm != currentPCM else { return }
+        let now = clock.now()
+        do {
+            // A route switched back within a few periods finds its PCM still held by hushd itself (below).
+            let device = try openRouteDevice(configuration, output: output, waitWhileBusy: .milliseconds(100))
+            moveOutput(to: device, configuration, route: route, output: output)
+        } catch {
+            let interval = PendingRoute.firstRetry
+            pendingRoute = PendingRoute(
+                route: route,
+                pcm: pcm,
+                error: error,
+                attempts: 1,
+                since: now,
+                nextAttempt: now + interval,
+                interval: interval
+            )
+            logger.error(
+                "route \(route): \(error.description); sound stays on \(currentPCM) and hushd tries \(pcm) again in \(interval.milliseconds) ms, then at most every \(PendingRoute.longestRetry.milliseconds / 1000) s"
+            )
+        }
+    }
+
+    /// Tries the pending route's PCM again if it is due (from the loop, through ``service()``).
+    private func retryPendingRoute() {
+        guard var pending = pendingRoute, let output else { return }
+        let now = clock.now()
+        guard now >= pending.nextAttempt else { return }
+        let configuration = setup.routeOutputs[pending.route] ?? setup.output
+        pending.attempts += 1
+        do {
+            // One attempt, no waiting: the loop serves clients and buttons between attempts.
+            let device = try openRouteDevice(configuration, output: output, waitWhileBusy: .zero)
+            pendingRoute = nil
+            logger.notice(
+                "route \(pending.route): \(pending.pcm) opened at attempt \(pending.attempts), \(Self.seconds(now - pending.since)) after the route changed"
+            )
+            moveOutput(to: device, configuration, route: pending.route, output: output)
+        } catch {
+            if error != pending.error {
+                logger.error(
+                    "route \(pending.route): \(error.description); sound stays on \(currentPCM), hushd keeps trying"
+                )
+            }
+            pending.error = error
+            pending.interval = min(pending.interval * 2, PendingRoute.longestRetry)
+            pending.nextAttempt = now + pending.interval
+            pendingRoute = pending
+        }
+    }
+
+    private func moveOutput(
+        to device: any PCMOutput,
+        _ configuration: PlaybackConfiguration,
+        route: Route,
+        output: AudioOutputThread
+    ) {
+        if output.handOver(device, requested: configuration) {
+            logger.info("route \(route): output moves to \(configuration.pcm)")
+            currentPCM = configuration.pcm
+            outputDescription = configuration.pcm
+        } else {
+            device.close()
+            logger.error(
+                "route \(route): \(configuration.pcm) granted \(device.describeGrant), unlike the running output; sound stays on \(currentPCM)"
+            )
+        }
+    }
+
+    /// "1.3 s" for the log.
+    private static func seconds(_ duration: Duration) -> String {
+        let tenths = (duration.milliseconds + 50) / 100
+        return "\(tenths / 10).\(tenths % 10) s"
     }
 
     /// Opens a route's PCM. A route switched back within a few periods (an override typed and cleared at once)
     /// finds its PCM still held by hushd itself: the audio thread passes the old device back at its next period,
     /// and the control side closes it (`reap`). So that device is closed first, and a busy PCM is tried again
-    /// every 5 ms for up to 100 ms before the switch is given up.
+    /// every 5 ms for up to `waitWhileBusy`.
     private func openRouteDevice(
         _ configuration: PlaybackConfiguration,
-        output: AudioOutputThread
-    ) throws(HardwareError) -> ALSAPlayback {
-        let deadline = ContinuousClock.now + .milliseconds(100)
+        output: AudioOutputThread,
+        waitWhileBusy: Duration
+    ) throws(HardwareError) -> any PCMOutput {
+        let deadline = ContinuousClock.now + waitWhileBusy
         while true {
             output.reap()
             do {
-                return try ALSAPlayback(configuration)
+                return try setup.openPlayback(configuration)
             } catch {
                 guard error.errno == EBUSY, ContinuousClock.now < deadline else { throw error }
                 usleep(5000)
@@ -316,7 +414,9 @@ private final class InputParticipant: LoopParticipant {
     }
 
     var nextDeadline: Instant? {
-        let deadlines = daemon.inputs.compactMap(\.nextDeadline) + [daemon.audio.nextDeadline].compactMap { $0 }
+        let deadlines =
+            daemon.inputs.compactMap(\.nextDeadline)
+            + [daemon.audio.nextDeadline, daemon.pendingRoute?.nextAttempt].compactMap { $0 }
         return deadlines.min()
     }
 

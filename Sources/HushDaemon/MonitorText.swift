@@ -27,6 +27,7 @@ public enum MonitorText {
         text += " | volume \(policy.systemVolume) | ringer \(policy.ringerVolume) | buttons: \(policy.buttonTarget)"
         text += " | \(policy.sessions.count) session\(policy.sessions.count == 1 ? "" : "s"), \(playing) playing"
         text += output.open ? " | out ok" : " | OUT LOST"
+        if let pending = daemon.pendingRoute { text += ", NOT ON \(pending.pcm) YET" }
         if output.underruns > 0 { text += ", \(output.underruns) xruns" }
         return text
     }
@@ -47,15 +48,26 @@ public enum MonitorText {
             "output          \(daemon.outputDescription): " + (output.open ? "open" : "LOST, retrying")
                 + ", \(output.underruns) underruns, latency \(Int(daemon.latencyMilliseconds.rounded())) ms",
         ]
+        if let pending = daemon.pendingRoute {
+            let tenths = ((daemon.clock.now() - pending.since).milliseconds + 50) / 100
+            lines.append(
+                "waiting for     \(pending.pcm) (\(pending.route)): \(pending.attempts) tries in "
+                    + "\(tenths / 10).\(tenths % 10) s"
+            )
+            lines.append("                \(pending.error.message)")
+        }
         if policy.sessions.isEmpty { lines.append("no sessions") }
-        for session in policy.sessions.prefix(14) {
+        // 24 lines in all: the sessions that fit, or one line fewer and a count of the rest.
+        let room = 24 - lines.count
+        let shown = policy.sessions.count <= room ? policy.sessions.count : room - 1
+        for session in policy.sessions.prefix(shown) {
             var line = "\(session.id) (\(session.client)): \(session.configuration), \(session.state)"
             if session.isInterrupted {
                 line += ", interrupted by " + session.interrupters.map { "\($0.rawValue)" }.joined(separator: ", ")
             }
             lines.append(String(line.prefix(80)))
         }
-        if policy.sessions.count > 14 { lines.append("… and \(policy.sessions.count - 14) more sessions") }
+        if shown < policy.sessions.count { lines.append("… and \(policy.sessions.count - shown) more sessions") }
         return lines
     }
 }

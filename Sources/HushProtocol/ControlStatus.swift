@@ -133,6 +133,28 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var losses: Int
         /// The periods queued in the device, in milliseconds.
         public var latencyMilliseconds: Double
+        /// The route's own PCM when it would not open: the sound stays on `pcm` while hushd tries it again.
+        public var pending: Pending?
+
+        /// A route's PCM that would not open (another program holds it, or its card is missing).
+        public struct Pending: Codable, Hashable, Sendable {
+            public var route: String
+            public var pcm: String
+            /// Why the last attempt failed: "the device is busy: another program uses it (…)".
+            public var error: String
+            /// Attempts so far.
+            public var attempts: Int
+            /// Seconds since the route changed.
+            public var seconds: Double
+
+            public init(route: Route, pcm: String, error: String, attempts: Int, seconds: Double) {
+                self.route = route.name
+                self.pcm = pcm
+                self.error = error
+                self.attempts = attempts
+                self.seconds = (seconds * 10).rounded() / 10
+            }
+        }
 
         public init(
             pcm: String,
@@ -143,7 +165,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             periods: Int,
             xruns: Int,
             losses: Int,
-            latencyMilliseconds: Double
+            latencyMilliseconds: Double,
+            pending: Pending? = nil
         ) {
             self.pcm = pcm
             self.open = open
@@ -154,6 +177,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.xruns = xruns
             self.losses = losses
             self.latencyMilliseconds = (latencyMilliseconds * 100).rounded() / 100
+            self.pending = pending
         }
     }
 }

@@ -28,6 +28,13 @@ public enum ControlText {
                 + "\(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), "
                 + "\(output.losses) loss\(output.losses == 1 ? "" : "es")",
         ]
+        if let pending = output.pending {
+            lines.append(
+                "waiting for      \(pending.pcm) (\(pending.route)): \(pending.attempts) "
+                    + "tr\(pending.attempts == 1 ? "y" : "ies") in \(decimal(pending.seconds)) s"
+            )
+            lines.append("                 \(pending.error)")
+        }
         guard !status.sessions.isEmpty else {
             lines.append("sessions         none")
             return lines.map(fit)

@@ -460,6 +460,7 @@ struct ControlCodecTests {
             ControlReply(id: .number(3), volume: VolumeReport(kind: .system, step: .minimum, gainDecibels: -.infinity)),
             ControlReply(id: .number(4), route: RouteReport(current: .headphones, overridden: true)),
             ControlReply(id: .number(5), status: ControlTextTests.status),
+            ControlReply(id: .number(5), status: ControlTextTests.waiting),
             ControlReply(id: .number(6), events: [.decision, .routeChanged]),
             ControlReply.failure(ControlError(.interrupted, "session 2 is interrupted"), id: .string("z")),
         ]

@@ -115,6 +115,39 @@ struct ControlTextTests {
         #expect(lines[23] == "  ... and 19 more (hushctl --json status lists them all)")
     }
 
+    /// The status while the headphones' PCM is held by another program.
+    static let waiting = {
+        var status = Self.status
+        status.output.pcm = "hw:Loopback,0,0"
+        status.output.pending = .init(
+            route: .headphones,
+            pcm: "hw:Loopback,0,1",
+            error: "the device is busy: another program uses it (use a dmix/dsnoop PCM, or stop the other program)",
+            attempts: 4,
+            seconds: 3.24
+        )
+        return status
+    }()
+
+    @Test("a route's PCM that will not open: two lines under the output, and the sessions still fit 24 lines")
+    func waitingForRoutePCM() {
+        var status = Self.waiting
+        let lines = ControlText.status(status)
+        #expect(
+            lines[8...11].joined(separator: "\n") == """
+                output           hw:Loopback,0,0 (open)
+                                 48000 Hz, 2 ch, 3 x 64 frames (4 ms), 2 xruns, 1 loss
+                waiting for      hw:Loopback,0,1 (headphones): 4 tries in 3.2 s
+                                 the device is busy: another program uses it (use a dmix/dsno...
+                """
+        )
+        status.sessions = (1...30).map { Self.session(UInt64($0), .effect, .ambient, state: "playing") }
+        let many = ControlText.status(status)
+        #expect(many.count == 24 && many[23] == "  ... and 21 more (hushctl --json status lists them all)")
+        status.output.pending = nil
+        #expect(ControlText.status(status).count == 24)
+    }
+
     @Test("no sessions, a short uptime, a long PCM name cut to 80 columns")
     func quiet() {
         var status = Self.status

@@ -27,6 +27,7 @@ struct JSONWriterTests {
         ControlReply(id: .number(4), volume: VolumeReport(kind: .ringer, step: .maximum, gainDecibels: -3.25)),
         ControlReply(id: .number(5), route: RouteReport(current: .headphones, overridden: true)),
         ControlReply(id: .number(6), status: ControlTextTests.status),
+        ControlReply(id: .number(8), status: ControlTextTests.waiting),
         ControlReply(id: .number(7), events: [.decision, .routeChanged]),
         ControlReply(events: []),
         ControlReply.failure(ControlError(.interrupted, "session 2 is interrupted"), id: .string("z")),
