@@ -460,6 +460,82 @@ let e2eChecks: [Check] = [
         )
         try require(state["systemVolume"] as? Int == 4, "'volume 4' typed on ttyS1: \(state["systemVolume"] ?? "?")")
     },
+    Check(name: "e2e-route-flip-and-a-headphones-pcm-held-by-another-program") {
+        defer {
+            _ = try? hushctl("route auto")
+            shell("killall hushctl")
+            sleep(.milliseconds(500))
+        }
+        shell("killall hushctl")
+        _ = try startClient("music-route", "play --tone \(musicTone) --bus music --category playback --for 600")
+        try waitForPlaying(1)
+        func output() throws -> [String: Any] { try status()["output"] as? [String: Any] ?? [:] }
+
+        // An override and its clearing on one connection, a few milliseconds apart: the speaker's PCM is still
+        // hushd's own (the audio thread lets go of it at its next period) when the route comes back to it.
+        let flip = shell("printf 'route headphones\\nroute auto\\n' | /payload/hushctl --socket \(e2eSocket) shell")
+        try require(flip.status == 0, "hushctl shell with two route commands: \(flip.output)")
+        sleep(.milliseconds(300))
+        let afterFlip = try output()
+        let flipHeard = levels(musicTone, try capture(), from: 0.1, to: 0.95).min
+        print(
+            "  after 'route headphones' and 'route auto' at once: output \(afterFlip["pcm"] ?? "?"), music \(flipHeard) dBFS"
+        )
+        try require(afterFlip["pcm"] as? String == "hw:Loopback,0,0", "the output is back on the speaker: \(afterFlip)")
+        try require(afterFlip["pending"] == nil, "nothing left waiting: \(afterFlip)")
+        try require(flipHeard > -40, "music on the speaker after the flip: \(flipHeard)")
+
+        // Another program holds the headphones' PCM: the route changes, the sound stays on the speaker, and hushd
+        // moves it once the PCM is free.
+        let holder = try ALSAPlayback(PlaybackConfiguration(pcm: "hw:Loopback,0,1", periodFrames: 512, periods: 3))
+        var held = true
+        defer { if held { holder.close() } }
+        try hushctl("route headphones")
+        sleep(.milliseconds(200))
+        let waiting = try output()
+        let pending = waiting["pending"] as? [String: Any] ?? [:]
+        let stillOnSpeaker = levels(musicTone, try capture(), from: 0.1, to: 0.95).min
+        print(
+            "  headphones' PCM held: output \(waiting["pcm"] ?? "?"), waiting for \(pending["pcm"] ?? "-") "
+                + "(\(pending["error"] ?? "-")), music on the speaker \(stillOnSpeaker) dBFS"
+        )
+        try require(waiting["pcm"] as? String == "hw:Loopback,0,0", "the sound stays on the speaker: \(waiting)")
+        try require(pending["pcm"] as? String == "hw:Loopback,0,1", "status names the PCM it waits for: \(waiting)")
+        try require((pending["error"] as? String)?.contains("busy") == true, "and says it is busy: \(pending)")
+        try require(stillOnSpeaker > -40, "music keeps playing on the speaker meanwhile: \(stillOnSpeaker)")
+        sleep(.milliseconds(600))
+        holder.close()
+        held = false
+        let released = monotonicNow()
+        var moved: Duration?
+        while monotonicNow() - released < .seconds(5) {
+            if try output()["pcm"] as? String == "hw:Loopback,0,1" {
+                moved = monotonicNow() - released
+                break
+            }
+            sleep(.milliseconds(50))
+        }
+        let attempts = (try? output()["pending"]) == nil ? "done" : "still waiting"
+        guard let moved else {
+            throw CheckFailure("the output did not move to hw:Loopback,0,1 within 5 s (\(attempts))")
+        }
+        let heard = try listen(to: [speakerCapture, headphonesCapture], seconds: 1)
+        let onSpeaker = levels(musicTone, heard[0], from: 0.1, to: 0.95).max
+        let onHeadphones = levels(musicTone, heard[1], from: 0.1, to: 0.95).min
+        let log = readWholeFile("/tmp/hushd.log") ?? ""
+        let logged = log.split(separator: "\n").filter {
+            $0.contains("hw:Loopback,0,1") && $0.contains("route headphones")
+        }
+        print(
+            "  released: output moved \(moved.milliseconds) ms later; music on headphones \(onHeadphones), speaker \(onSpeaker) dBFS"
+        )
+        for line in logged.suffix(3) { print("  log: \(line)") }
+        try require(moved < .milliseconds(2500), "at most one 2-s retry after the PCM is free: \(moved)")
+        try require(onHeadphones > -40, "music on the headphones once their PCM opened: \(onHeadphones)")
+        try require(onSpeaker < -80, "nothing left on the speaker: \(onSpeaker)")
+        try require(logged.contains { $0.contains("busy") }, "the log says why the route waited")
+        try require(logged.contains { $0.contains("opened at attempt") }, "the log says when it moved")
+    },
     Check(name: "e2e-ringtone-interrupts-music-which-resumes-after-notify") {
         // The music, then a ringtone that rings 4 s and deactivates with notifyOthers: the music's interruption
         // ends and it resumes. Each phase is captured once the status says it has begun.
