@@ -59,18 +59,30 @@ struct PendingRouteTests {
     static let speaker = "speaker-pcm"
     static let headphones = "headphones-pcm"
 
-    /// A daemon on a manual clock whose speaker and headphones routes have PCMs of their own.
-    static func daemon(_ devices: Devices, clock: ManualClock) throws -> (Daemon, RecordingLogHandler.Box) {
-        var setup = Daemon.Setup()
-        setup.output = PlaybackConfiguration(pcm: speaker, periodFrames: 240, periods: 2)
-        setup.routeOutputs = [.speaker: setup.output, .headphones: setup.output]
-        setup.routeOutputs[.headphones]?.pcm = headphones
-        setup.realtimePriority = 0
-        setup.openPlayback = { (configuration) throws(HardwareError) in try devices.open(configuration) }
-        let (logger, log) = RecordingLogHandler.logger()
-        let daemon = Daemon(setup: setup, inputs: [], clock: clock, logger: logger)
-        try daemon.start()
-        return (daemon, log)
+    /// A daemon on a manual clock whose speaker and headphones routes have PCMs of their own, started on the
+    /// speaker; then the headphones are plugged while their PCM answers EBUSY `busy` times.
+    struct Rig {
+        let devices = Devices()
+        let clock = ManualClock()
+        let daemon: Daemon
+        let log: RecordingLogHandler.Box
+
+        init(busy: Int) throws {
+            var setup = Daemon.Setup()
+            setup.output = PlaybackConfiguration(pcm: speaker, periodFrames: 240, periods: 2)
+            setup.routeOutputs = [.speaker: setup.output, .headphones: setup.output]
+            setup.routeOutputs[.headphones]?.pcm = headphones
+            setup.realtimePriority = 0
+            setup.openPlayback = { [devices] (configuration) throws(HardwareError) in
+                try devices.open(configuration)
+            }
+            let (logger, log) = RecordingLogHandler.logger()
+            self.log = log
+            daemon = Daemon(setup: setup, inputs: [], clock: clock, logger: logger)
+            try daemon.start()
+            devices.busy[headphones] = busy
+            daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
+        }
     }
 
     /// Waits (in real time) until the audio thread has written `periods` more periods to `device`.
@@ -87,12 +99,9 @@ struct PendingRouteTests {
 
     @Test("a busy PCM keeps the sound where it is and is tried at 250 ms, 500 ms, 1 s, 2 s, 2 s until it opens")
     func retriedWithBackoff() throws {
-        let devices = Devices()
-        let clock = ManualClock()
-        let (daemon, log) = try Self.daemon(devices, clock: clock)
+        let rig = try Rig(busy: Int.max)
+        let (daemon, devices, clock, log) = (rig.daemon, rig.devices, rig.clock, rig.log)
         defer { daemon.shutDown() }
-        devices.busy[Self.headphones] = Int.max
-        daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
 
         #expect(daemon.audio.policy.route == .headphones, "the policy's route is the headphones (R4)")
         #expect(daemon.currentPCM == Self.speaker, "the sound stays on the speaker's PCM")
@@ -140,12 +149,9 @@ struct PendingRouteTests {
 
     @Test("a route changed back to the PCM that plays ends the waiting: no more attempts, and the log says so")
     func changedBack() throws {
-        let devices = Devices()
-        let clock = ManualClock()
-        let (daemon, log) = try Self.daemon(devices, clock: clock)
+        let rig = try Rig(busy: Int.max)
+        let (daemon, devices, clock, log) = (rig.daemon, rig.devices, rig.clock, rig.log)
         defer { daemon.shutDown() }
-        devices.busy[Self.headphones] = Int.max
-        daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
         #expect(daemon.pendingRoute != nil)
         daemon.handle(.input(.headphones(.unplugged, source: .alsaControl)))
         #expect(daemon.pendingRoute == nil)
@@ -165,12 +171,9 @@ struct PendingRouteTests {
 
     @Test("a PCM busy only for a moment, as with hushd's own handle after a quick switch back, opens at once")
     func busyForAMoment() throws {
-        let devices = Devices()
-        let clock = ManualClock()
-        let (daemon, _) = try Self.daemon(devices, clock: clock)
+        let rig = try Rig(busy: 3)
+        let (daemon, devices) = (rig.daemon, rig.devices)
         defer { daemon.shutDown() }
-        devices.busy[Self.headphones] = 3
-        daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
         #expect(daemon.pendingRoute == nil)
         #expect(daemon.currentPCM == Self.headphones)
         #expect(devices.attempts.filter { $0 == Self.headphones }.count == 4, "three busy answers, then open")
@@ -178,12 +181,9 @@ struct PendingRouteTests {
 
     @Test("status carries the waiting PCM and why; hushctl and the console show it in their 24 lines")
     func statusShowsIt() throws {
-        let devices = Devices()
-        let clock = ManualClock()
-        let (daemon, _) = try Self.daemon(devices, clock: clock)
+        let rig = try Rig(busy: Int.max)
+        let (daemon, clock) = (rig.daemon, rig.clock)
         defer { daemon.shutDown() }
-        devices.busy[Self.headphones] = Int.max
-        daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
         clock.advance(by: .milliseconds(300))
         daemon.service()
         let console = MonitorText.status(of: daemon, version: "test")
