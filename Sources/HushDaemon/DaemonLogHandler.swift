@@ -5,8 +5,9 @@ import Glibc
 #endif
 
 /// hushd's log: every message at or above the shared level to standard error (journald under systemd: one line
-/// per message, no timestamp of its own there), and warnings and worse also to the console, where the person at
-/// the board is looking.
+/// per message, no timestamp of its own there), and notices and worse also to the console, where the person at
+/// the board is looking: the errors, and the notices that say a failed part works again ("the output device is
+/// back", "hw:1,0 opened at attempt 5"), so that nobody is left reading an error that no longer holds.
 ///
 /// Messages reach the console through ``LogRouter/console``, set once the console is up; the console prints them
 /// above the line being typed.
@@ -54,12 +55,12 @@ public struct DaemonLogHandler: LogHandler {
         }
         let line = text + "\n"
         _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
-        if level >= .warning, let console = router.console { console(text) }
+        if level >= .notice, let console = router.console { console(text) }
     }
 }
 
 /// What every `DaemonLogHandler` of the process shares: the level (the console's `log level` changes it), where
-/// warnings go besides standard error, and whether lines carry their own time (not under journald).
+/// notices and worse go besides standard error, and whether lines carry their own time (not under journald).
 public final class LogRouter: @unchecked Sendable {
     public let level: LogLevelBox
     public var console: ((String) -> Void)?
