@@ -43,6 +43,10 @@ public final class AudioOutputThread: @unchecked Sendable {
         public let underruns = Atomic<Int>(0)
         public let deviceLosses = Atomic<Int>(0)
         public let reopenings = Atomic<Int>(0)
+        /// Devices that opened again but granted another rate, channel count or period than the engine renders
+        /// (so they were closed again), and the period the last of them granted.
+        public let refusals = Atomic<Int>(0)
+        public let refusedPeriodFrames = Atomic<Int>(0)
         public let writeErrors = Atomic<Int>(0)
         public let periods = Atomic<Int>(0)
         /// 1 while the device is open and being fed.
@@ -117,11 +121,13 @@ public final class AudioOutputThread: @unchecked Sendable {
     }
 
     /// - Parameters:
-    ///   - output: the open device; `requested` is what was asked of it (reopened after a loss).
+    ///   - output: the open device; `requested` is what was asked of it (reopened after a loss). Nil when the
+    ///     device is not there yet (a card whose driver comes up after hushd): the thread opens it as it would
+    ///     reopen a lost one, and then it must grant the rate, channels and period asked for.
     ///   - open: how to reopen a lost device (ALSA unless given).
     public init(
         engine: MixerEngine,
-        output: any PCMOutput,
+        output: (any PCMOutput)?,
         requested: PlaybackConfiguration,
         priority: Int32 = 70,
         logger: Logger,
@@ -132,10 +138,10 @@ public final class AudioOutputThread: @unchecked Sendable {
         self.open = open
         configuration = requested
         reopenConfiguration = requested
-        granted = output.granted
+        granted = output?.granted ?? requested
         self.priority = priority
         self.logger = logger
-        counters.deviceOpen.store(1, ordering: .relaxed)
+        counters.deviceOpen.store(output == nil ? 0 : 1, ordering: .relaxed)
     }
 
     /// Starts the thread. Logs, on the control side, what scheduling it got.
@@ -242,6 +248,8 @@ public final class AudioOutputThread: @unchecked Sendable {
         reopenConfiguration = requested
         outgoing.store(bits, ordering: .releasing)
         counters.handovers.add(1, ordering: .relaxed)
+        // A route's device handed over while the old one was lost (or never there) is a device again.
+        if device != nil { counters.deviceOpen.store(1, ordering: .relaxed) }
         engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
     }
 
@@ -265,12 +273,20 @@ public final class AudioOutputThread: @unchecked Sendable {
                 previousStart = 0
                 sleepFor(backoff)
                 backoff = min(backoff * 2, .milliseconds(250))
-                if let reopened = open(reopenConfiguration), Self.sameFormat(reopened.granted, granted) {
-                    playback = reopened
-                    backoff = .milliseconds(100)
-                    counters.reopenings.add(1, ordering: .relaxed)
-                    counters.deviceOpen.store(1, ordering: .relaxed)
-                    engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+                if let reopened = open(reopenConfiguration) {
+                    if Self.sameFormat(reopened.granted, granted) {
+                        playback = reopened
+                        backoff = .milliseconds(100)
+                        counters.reopenings.add(1, ordering: .relaxed)
+                        counters.deviceOpen.store(1, ordering: .relaxed)
+                        engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+                    } else {
+                        // The engine renders one period size for good; a device that will not take it stays
+                        // closed, and the control side says what it granted instead.
+                        counters.refusedPeriodFrames.store(reopened.granted.periodFrames, ordering: .relaxed)
+                        counters.refusals.add(1, ordering: .relaxed)
+                        reopened.close()
+                    }
                 }
                 continue
             }

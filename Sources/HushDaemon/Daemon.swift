@@ -32,7 +32,7 @@ public final class Daemon {
         public var maxSessionsPerClient = 8
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
-        public var openPlayback: (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
+        public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
             (configuration) throws(HardwareError) in try ALSAPlayback(configuration)
         }
 
@@ -93,6 +93,8 @@ public final class Daemon {
     public private(set) var currentPCM: String
     /// The route whose PCM would not open, while it is retried; nil once the sound goes where the route says.
     public private(set) var pendingRoute: PendingRoute?
+    /// Whether the output has not opened once since start (the log then says it appeared, not that it is back).
+    private var waitingSinceStart = false
 
     public init(setup: Setup, inputs: [InputSource], clock: any MonotonicClock, logger: Logger) {
         self.setup = setup
@@ -118,7 +120,8 @@ public final class Daemon {
     // MARK: Start-up and the loop
 
     /// Opens the output (or the fallback), starts the audio thread, reads the inputs' positions and applies the
-    /// start-up decisions. Errors here stop hushd with a message naming the device.
+    /// start-up decisions. An output that does not open is waited for (see `openOutput`); errors that remain here
+    /// (the fallback file, the audio thread) stop hushd with a message naming what failed.
     public func start() throws(HardwareError) {
         try openOutput()
         audio.start(at: policyTime())
@@ -133,28 +136,40 @@ public final class Daemon {
         }
     }
 
+    /// Opens the output. A PCM that does not open goes to the WAV fallback if there is one; otherwise hushd starts
+    /// without sound and the audio thread opens the PCM when it appears, as it reopens a lost one (a card whose
+    /// driver comes up after hushd, a USB DAC plugged in later). Failing instead would leave the board without
+    /// its buttons, socket and console, and systemd stops restarting a unit that fails five times in 10 s.
     private func openOutput() throws(HardwareError) {
         let configuration = setup.routeOutputs[audio.policy.route] ?? setup.output
-        let device: any PCMOutput
+        var device: (any PCMOutput)?
         do {
             let playback = try setup.openPlayback(configuration)
             logger.info("output \(configuration.pcm): \(playback.describeGrant)")
             device = playback
             outputDescription = configuration.pcm
         } catch {
-            guard let fallback = setup.fallbackWAV else { throw error }
-            logger.warning("\(error.description); sound goes to the WAV file \(fallback) instead")
-            let file = try WAVFileOutput(path: fallback, configuration: configuration)
-            device = file
-            outputDescription = "file:" + fallback
+            if let fallback = setup.fallbackWAV {
+                logger.warning("\(error.description); sound goes to the WAV file \(fallback) instead")
+                device = try WAVFileOutput(path: fallback, configuration: configuration)
+                outputDescription = "file:" + fallback
+            } else {
+                logger.error(
+                    "output: \(error.description); hushd runs without sound and opens \(configuration.pcm) as soon as it appears (tried every 250 ms). If that card should be here now, check [output] pcm against 'aplay -L'"
+                )
+                outputDescription = configuration.pcm
+                waitingSinceStart = true
+            }
         }
         currentPCM = configuration.pcm
+        let open = setup.openPlayback
         let thread = AudioOutputThread(
             engine: audio.engine,
             output: device,
             requested: configuration,
             priority: setup.realtimePriority,
-            logger: logger
+            logger: logger,
+            open: { try? open($0) }
         )
         output = thread
         try thread.start()
@@ -353,7 +368,8 @@ public final class Daemon {
         }
     }
 
-    private var reported = (underruns: 0, losses: 0, reopenings: 0)
+    private var reported = (underruns: 0, losses: 0, reopenings: 0, refusals: 0)
+    private var refusalLogged = false
 
     /// Logs what the audio thread counted since the last look (it never logs itself).
     private func reportOutput() {
@@ -382,8 +398,26 @@ public final class Daemon {
                 "\(currentPCM): the output device is gone; retrying every 250 ms, sound resumes when it is back"
             )
         }
-        if reopenings != reported.reopenings { logger.notice("\(currentPCM): the output device is back") }
-        reported = (underruns, losses, reopenings)
+        if reopenings != reported.reopenings {
+            if waitingSinceStart {
+                waitingSinceStart = false
+                logger.notice("\(currentPCM): the output device is here; sound starts")
+            } else {
+                logger.notice("\(currentPCM): the output device is back")
+            }
+        }
+        // Once per absence, not every 250 ms: the device keeps being tried, and refused, until it changes.
+        let refusals = counters.refusals.load(ordering: .relaxed)
+        if losses != reported.losses { refusalLogged = false }
+        if refusals != reported.refusals && !refusalLogged {
+            refusalLogged = true
+            let period = counters.refusedPeriodFrames.load(ordering: .relaxed)
+            let granted = output?.granted ?? setup.output
+            logger.error(
+                "\(currentPCM) opened but offered \(period)-frame periods (or another rate or channel count) where hushd renders \(granted.periodFrames) frames at \(granted.sampleRate) Hz, \(granted.channels) ch; it stays closed. Set [output] period_frames = \(period), or use a plughw: PCM"
+            )
+        }
+        reported = (underruns, losses, reopenings, refusals)
     }
 
     // MARK: Status

@@ -149,7 +149,7 @@ final class DaemonRunner {
             )
         }
         let summary = "\(daemon.outputDescription), socket \(configuration.control.socket)"
-        notifier.ready(status: "playing on \(summary)")
+        notifier.ready(status: (daemon.outputCounters.open ? "playing on " : "waiting for its output, ") + summary)
         logger.notice("hushd \(HushdCommand.version) ready on board '\(configuration.board.name)': \(summary)")
         let status = daemon.run(signals: signals)
         notifier.stopping()

@@ -98,16 +98,85 @@ struct DaemonTests {
         #expect(problems.count == 2)
     }
 
-    @Test("without a fallback, a device that does not open stops start-up with ALSA's reason")
-    func noFallback() {
+    /// A daemon whose output PCM opens through `devices` (no fallback), started now.
+    static func lateOutputDaemon(
+        _ devices: PendingRouteTests.Devices
+    ) throws -> (Daemon, RecordingLogHandler.Box) {
         var setup = Daemon.Setup()
-        setup.output = PlaybackConfiguration(pcm: "hush-no-such-device")
-        let daemon = Daemon(setup: setup, inputs: [], clock: SystemClock(), logger: Logger(label: "test"))
-        #expect {
-            try daemon.start()
-        } throws: { error in
-            (error as? HardwareError)?.description.hasPrefix("cannot open playback device 'hush-no-such-device'")
-                == true
+        setup.output = PlaybackConfiguration(pcm: "late-pcm", periodFrames: 240, periods: 2)
+        setup.realtimePriority = 0
+        setup.openPlayback = { [devices] (configuration) throws(HardwareError) in try devices.open(configuration) }
+        let (logger, log) = RecordingLogHandler.logger()
+        let daemon = Daemon(setup: setup, inputs: [], clock: SystemClock(), logger: logger)
+        try daemon.start()
+        return (daemon, log)
+    }
+
+    /// Calls `service()` as the loop would until `done` holds, for at most 5 s.
+    static func serve(_ daemon: Daemon, until done: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while !done() {
+            guard Date() < deadline else { return false }
+            usleep(10_000)
+            daemon.service()
         }
+        return true
+    }
+
+    @Test(
+        "without a fallback, a PCM that is not there yet: hushd starts without sound, says why, plays once it appears"
+    )
+    func lateOutput() throws {
+        let devices = PendingRouteTests.Devices()
+        devices.set { $0.missing = ["late-pcm"] }
+        let (daemon, log) = try Self.lateOutputDaemon(devices)
+        defer { daemon.shutDown() }
+        #expect(!daemon.outputCounters.open)
+        #expect(daemon.outputDescription == "late-pcm")
+        #expect(MonitorText.statusLine(of: daemon).hasSuffix("| OUT LOST"))
+        #expect(
+            log.messages(at: .error) == [
+                "output: cannot open playback device 'late-pcm': no such device [errno 19]; hushd runs without sound and opens late-pcm as soon as it appears (tried every 250 ms). If that card should be here now, check [output] pcm against 'aplay -L'"
+            ]
+        )
+        #expect(Self.serve(daemon) { devices.attempts.count >= 3 }, "the audio thread keeps trying")
+        devices.set { $0.missing = [] }
+        #expect(PendingRouteTests.waitForPeriods(3, on: Self.wait { devices.device("late-pcm") }))
+        #expect(Self.serve(daemon) { daemon.outputCounters.open })
+        daemon.service()  // the loop's next look at the counters
+        #expect(log.messages(at: .notice) == ["late-pcm: the output device is here; sound starts"])
+        #expect(log.messages(at: .error).count == 1)
+    }
+
+    @Test("a PCM that appears with another period stays closed; the log says once what to set, and it opens after")
+    func lateOutputWithAnotherPeriod() throws {
+        let devices = PendingRouteTests.Devices()
+        devices.set {
+            $0.missing = ["late-pcm"]
+            $0.grantedPeriod = 480
+        }
+        let (daemon, log) = try Self.lateOutputDaemon(devices)
+        defer { daemon.shutDown() }
+        devices.set { $0.missing = [] }
+        #expect(Self.serve(daemon) { devices.state.withLock { $0.opened.count } >= 3 }, "opened and refused 3 times")
+        #expect(!daemon.outputCounters.open)
+        #expect(
+            log.messages(at: .error).last
+                == "late-pcm opened but offered 480-frame periods (or another rate or channel count) where hushd renders 240 frames at 48000 Hz, 2 ch; it stays closed. Set [output] period_frames = 480, or use a plughw: PCM"
+        )
+        #expect(log.messages(at: .error).count == 2, "the first error, and the refusal once")
+        #expect(devices.state.withLock { $0.opened.allSatisfy { $0.closed.load(ordering: .relaxed) } })
+        devices.set { $0.grantedPeriod = nil }
+        #expect(Self.serve(daemon) { daemon.outputCounters.open })
+    }
+
+    /// `value()` once it is not nil, within 5 s.
+    static func wait<T>(_ value: () -> T?) -> T? {
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            if let found = value() { return found }
+            usleep(5000)
+        }
+        return nil
     }
 }

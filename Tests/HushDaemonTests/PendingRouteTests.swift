@@ -14,30 +14,53 @@ import Testing
 @Suite("A route whose PCM is busy", .serialized)
 struct PendingRouteTests {
     /// Devices by PCM name, busy or missing as a test says, each taking periods at the pace of a real device.
-    final class Devices: @unchecked Sendable {
-        /// PCMs that answer EBUSY; the count is how many more opens fail (Int.max: until freed).
-        var busy: [String: Int] = [:]
-        /// Every open asked for, in order.
-        var attempts: [String] = []
-        var opened: [PacedOutput] = []
+    /// Opened from the control side and, for a lost or late device, from the audio thread: hence the lock.
+    final class Devices: Sendable {
+        struct State {
+            /// PCMs that answer EBUSY; the count is how many more opens fail (Int.max: until freed).
+            var busy: [String: Int] = [:]
+            /// PCMs with no card: every open fails with ENODEV.
+            var missing: Set<String> = []
+            /// The period a device grants, when not the one asked for.
+            var grantedPeriod: Int?
+            /// Every open asked for, in order.
+            var attempts: [String] = []
+            var opened: [PacedOutput] = []
+        }
+        let state = Mutex(State())
+
+        var attempts: [String] { state.withLock { $0.attempts } }
+        func set(_ change: (inout State) -> Void) { state.withLock { change(&$0) } }
 
         func open(_ configuration: PlaybackConfiguration) throws(HardwareError) -> any PCMOutput {
-            attempts.append(configuration.pcm)
-            if let left = busy[configuration.pcm], left > 0 {
-                busy[configuration.pcm] = left == Int.max ? left : left - 1
-                throw HardwareError(
+            let refusal: HardwareError? = state.withLock { state in
+                state.attempts.append(configuration.pcm)
+                if state.missing.contains(configuration.pcm) {
+                    return HardwareError(
+                        operation: "open playback device",
+                        device: "'\(configuration.pcm)'",
+                        errno: ENODEV,
+                        message: "no such device"
+                    )
+                }
+                guard let left = state.busy[configuration.pcm], left > 0 else { return nil }
+                state.busy[configuration.pcm] = left == Int.max ? left : left - 1
+                return HardwareError(
                     operation: "open playback device",
                     device: "'\(configuration.pcm)'",
                     errno: EBUSY,
                     message: "the device is busy: another program uses it"
                 )
             }
-            let device = PacedOutput(configuration)
-            opened.append(device)
+            if let refusal { throw refusal }
+            var granted = configuration
+            granted.periodFrames = state.withLock { $0.grantedPeriod } ?? configuration.periodFrames
+            let device = PacedOutput(granted)
+            state.withLock { $0.opened.append(device) }
             return device
         }
 
-        func device(_ pcm: String) -> PacedOutput? { opened.last { $0.granted.pcm == pcm } }
+        func device(_ pcm: String) -> PacedOutput? { state.withLock { $0.opened.last { $0.granted.pcm == pcm } } }
     }
 
     /// A device that takes a period per period of time, as a blocking ALSA write does, and counts them.
@@ -80,7 +103,7 @@ struct PendingRouteTests {
             self.log = log
             daemon = Daemon(setup: setup, inputs: [], clock: clock, logger: logger)
             try daemon.start()
-            devices.busy[headphones] = busy
+            devices.set { $0.busy[headphones] = busy }
             daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
         }
     }
@@ -130,7 +153,7 @@ struct PendingRouteTests {
         #expect(daemon.pendingRoute?.attempts == 5)
         #expect(log.messages(at: .error).count == 1, "a failure that does not change is logged once")
 
-        devices.busy[Self.headphones] = nil
+        devices.set { $0.busy[Self.headphones] = nil }
         clock.advance(by: .seconds(2))
         daemon.service()
         #expect(daemon.pendingRoute == nil)
