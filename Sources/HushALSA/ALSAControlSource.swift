@@ -13,6 +13,9 @@ public enum ALSAControlRole: String, Hashable, Sendable {
     /// On = silent.
     case silenceSwitch
 
+    /// "headphone state", for messages.
+    var stateName: String { self == .headphoneJack ? "headphone state" : "silence switch's position" }
+
     func event(on: Bool) -> InputEvent {
         switch self {
         case .headphoneJack: .headphones(on ? .plugged : .unplugged, source: .alsaControl)
@@ -59,7 +62,8 @@ public final class ALSAControlSource: InputSource {
     private let event: OpaquePointer
     private let logger: Logger
 
-    /// Opens the card and finds the element. Throws when either is missing, naming what there is instead.
+    /// Opens the card and finds the element. A card that is not there (yet) is waited for, as one that went away;
+    /// throws when the card is there without the element, naming the elements it has, or cannot be opened.
     public init(_ configuration: ALSAControlConfiguration, logger: Logger) throws(HardwareError) {
         self.configuration = configuration
         self.logger = logger
@@ -75,7 +79,18 @@ public final class ALSAControlSource: InputSource {
         }
         self.event = event
         name = "\(configuration.card) control \(configuration.element)"
-        let control = try ControlHandle(card: configuration.card, nonblocking: true)
+        let control: ControlHandle
+        do {
+            control = try ControlHandle(card: configuration.card, nonblocking: true)
+        } catch  where error.errno == ENODEV || error.errno == ENOENT {
+            // A card whose driver comes up after hushd (a DAC HAT probed late, a USB card plugged in later) is
+            // waited for as one that went away: hushd starts without it instead of not at all.
+            logger.error(
+                "\(name): \(error.description); waiting for it (tried every \(configuration.retryInterval.milliseconds) ms), the \(configuration.role.stateName) is unknown until then"
+            )
+            retryAt = .zero
+            return
+        }
         name = "\(control.title) control \(configuration.element)"
         guard let numid = control.numid(of: configuration.element) else {
             throw HardwareError(
@@ -124,9 +139,7 @@ public final class ALSAControlSource: InputSource {
                 guard eventNumid == numid else { continue }
                 numid = nil
                 lastValue = nil
-                logger.error(
-                    "\(name) was removed: the \(configuration.role == .headphoneJack ? "headphone" : "silence switch") state is unknown until it comes back"
-                )
+                logger.error("\(name) was removed: the \(configuration.role.stateName) is unknown until it comes back")
                 continue
             }
             if numid == nil, mask & UInt32(SND_CTL_EVENT_MASK_ADD) != 0, matches(event) {

@@ -94,8 +94,9 @@ public final class ALSAVolumeControls {
 
     /// Opens `card` and puts the three controls on it with `values`, taking over controls a previous hushd left.
     ///
-    /// Throws when the card does not exist (naming the cards there are), cannot be opened (permissions), or the
-    /// controls cannot be added (the card's limit on user controls; another running hushd holds them).
+    /// A card that does not exist (yet) is waited for as one that went away, and logged naming the cards there
+    /// are. Throws when the card cannot be opened (permissions), or the controls cannot be added (the card's limit
+    /// on user controls; another running hushd holds them).
     /// - Parameter curve: the volume curve hush applies; the controls carry it as their dB scale, so
     ///   `amixer` and `alsamixer` show each step's level in dB.
     public init(
@@ -122,7 +123,17 @@ public final class ALSAVolumeControls {
         }
         self.event = event
         name = "\(card) hush controls"
-        let control = try ControlHandle(card: card, nonblocking: true)
+        let control: ControlHandle
+        do {
+            control = try ControlHandle(card: card, nonblocking: true)
+        } catch  where error.errno == ENODEV || error.errno == ENOENT {
+            // A card whose driver comes up after hushd: waited for as one that went away.
+            logger.error(
+                "\(name): \(error.description); the controls are added when it appears (tried every \(retryInterval.milliseconds) ms)"
+            )
+            retryAt = .zero
+            return
+        }
         attached = try attach(control)
         name = "\(control.title) hush controls"
         logger.info("\(name): ready (\(values))")

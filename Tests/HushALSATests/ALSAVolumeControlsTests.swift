@@ -1,4 +1,5 @@
 import HushCore
+import HushTesting
 import Logging
 import Testing
 
@@ -15,16 +16,26 @@ struct ALSAVolumeControlsTests {
         #expect(ALSAVolumeControls.silenceElement.description == "'Hush Silence Switch' (MIXER)")
     }
 
-    @Test("a missing card is an error that names it and lists the cards there are")
-    func missingCard() {
+    @Test("a missing card is waited for, logged once naming the cards there are; a client of it is an error")
+    func missingCard() throws {
         let values = HushControlValues(system: .maximum, ringer: .minimum, silent: false)
-        #expect {
-            _ = try ALSAVolumeControls(card: "NoSuchCard", values: values, logger: Logger(label: "test"))
-        } throws: { error in
-            (error as? HardwareError)?.description.hasPrefix(
-                "cannot find sound card 'NoSuchCard': no such card; cards present: "
+        let (logger, log) = RecordingLogHandler.logger()
+        let controls = try ALSAVolumeControls(card: "NoSuchCard", values: values, logger: logger)
+        #expect(controls.pollDescriptor == nil)
+        #expect(controls.nextDeadline == .zero)
+        #expect(controls.readChanges(now: .milliseconds(1)).isEmpty)
+        #expect(controls.nextDeadline == .milliseconds(1001), "tried again a second later")
+        try controls.set(.system, VolumeStep(clamping: 3))
+        #expect(controls.values.system == VolumeStep(clamping: 3), "kept for when the card appears")
+        #expect(controls.readChanges(now: .milliseconds(1001)).isEmpty)
+        let errors = log.messages(at: .error)
+        #expect(errors.count == 1, "\(errors)")
+        #expect(
+            errors.first?.hasPrefix(
+                "NoSuchCard hush controls: cannot find sound card 'NoSuchCard': no such card; cards present: "
             ) == true
-        }
+        )
+        #expect(errors.first?.hasSuffix("the controls are added when it appears (tried every 1000 ms)") == true)
         #expect {
             _ = try ALSAElementClient(card: "hw:NoSuchCard")
         } throws: { error in
