@@ -354,6 +354,71 @@ let faultChecks: [Check] = [
         shell("killall hushctl")
         try waitForSilence(on: "music")
     },
+    Check(name: "faults-hushd-starts-before-its-card") {
+        // A card whose driver comes up after hushd (a DAC HAT probed late, a USB card plugged in later): hushd
+        // starts without its output, its "Headphone Jack" and its amixer volumes, serves its socket, and takes
+        // each of them up once the card appears. Failing instead would leave systemd restarting it until its
+        // start limit (five in 10 s) gave up for good.
+        let driver = "/sys/bus/platform/drivers/snd_aloop"
+        let pcmStatus = "/proc/asound/Loopback/pcm0p/sub0/status"
+        stopHushd()
+        jackControl = nil
+        try require(system("echo snd_aloop.0 > \(driver)/unbind") == 0, "could not unbind snd_aloop")
+        try require(readFile("/proc/asound/cards")?.contains("Loopback") != true, "the Loopback card did not go")
+        let logStart = (readWholeFile("/tmp/hushd.log") ?? "").count
+        try startHushd()
+        let pid = try hushdPID()
+        _ = try startClient("late-music", "play --tone \(musicTone) --bus music --category playback --for 600")
+        try waitForPlaying(1)
+        let before = try status()["output"] as? [String: Any] ?? [:]
+        try writeFile("\(driver)/bind", "snd_aloop.0")
+        let bound = monotonicNow()
+        while readFile(pcmStatus)?.contains("state: RUNNING") != true && monotonicNow() - bound < .seconds(3) {
+            sleep(.milliseconds(5))
+        }
+        let playingAfter = (monotonicNow() - bound).milliseconds
+        // The codec's jack control, as its driver would add it with the card.
+        jackControl = try ALSAUserControl(card: "Loopback", element: jack, initial: false)
+        sleep(.milliseconds(300))
+        let music = levels(musicTone, try capture(), from: 0.1, to: 0.95).max
+        var volumes: [Int] = []
+        let controlsStart = monotonicNow()
+        while volumes.isEmpty && monotonicNow() - controlsStart < .seconds(3) {
+            volumes = (try? ALSAElementClient(card: "Loopback").readAll(ALSAVolumeControls.systemElement)) ?? []
+            if volumes.isEmpty { sleep(.milliseconds(100)) }
+        }
+        try setJack(true)
+        var route = ""
+        let plugged = monotonicNow()
+        while route != "headphones" && monotonicNow() - plugged < .seconds(5) {
+            route = (try? status())?["route"] as? String ?? ""
+            if route != "headphones" { sleep(.milliseconds(100)) }
+        }
+        let routeAfter = (monotonicNow() - plugged).milliseconds
+        try setJack(false)
+        let log = String((readWholeFile("/tmp/hushd.log") ?? "").dropFirst(logStart))
+        let lines = log.split(separator: "\n").filter {
+            $0.contains("as soon as it appears") || $0.contains("waiting for it")
+                || $0.contains("added when it appears")
+                || $0.contains("output device is here") || $0.contains("is back")
+        }
+        for line in lines { print("  log: \(line)") }
+        print(
+            "  started without the card: output open = \(before["open"] ?? "?"); playing \(playingAfter) ms after the "
+                + "bind, music \(music) dBFS; hush volume controls \(volumes); the jack plugged: route headphones "
+                + "after \(routeAfter) ms"
+        )
+        try require(try hushdPID() == pid, "hushd restarted or died")
+        try require(before["open"] as? Bool == false, "status said the missing output was open: \(before)")
+        try require(playingAfter < 500, "output played \(playingAfter) ms after the bind, more than 500 ms")
+        try require(abs(music - expectedLevel(step: 8)) < 1, "the music plays at its level: \(music)")
+        try require(!volumes.isEmpty, "hushd's volume controls were not added to the card when it appeared")
+        try require(route == "headphones", "the jack on the late card was not read: route \(route)")
+        try require(log.contains("hushd runs without sound"), "the log does not say the output was missing")
+        try require(log.contains("the output device is here"), "the log does not say the output appeared")
+        shell("killall hushctl")
+        try waitForSilence(on: "music")
+    },
     Check(name: "faults-crash-kill9-under-supervision") {
         // hushd killed with SIGKILL while it plays, restarted by a supervisor as systemd's Restart=on-failure
         // would: the client sees its connection close, hushd is back with the same volumes and plays again.
