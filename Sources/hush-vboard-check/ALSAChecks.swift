@@ -1,5 +1,6 @@
 import HushALSA
 import HushCore
+import HushTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -51,15 +52,32 @@ let alsaChecks: [Check] = [
             print("  \(error.description.prefix(160))…")
         }
     },
-    Check(name: "alsa-missing-card") {
-        do {
-            _ = try jackSource(card: "NoSuchCard")
-            throw CheckFailure("a missing card was found")
-        } catch let error as HardwareError {
-            try require(error.description.contains("no such card; cards present: "), "message was: \(error)")
-            try require(error.description.contains("'Loopback'"), "the message should list the cards: \(error)")
-            print("  \(error)")
-        }
+    Check(name: "alsa-card-not-there-at-start") {
+        // A card whose driver comes after hushd: the source is made while snd-dummy is unbound, says once which
+        // cards there are, and reads the jack once the card and its control appear.
+        let driver = "/sys/bus/platform/drivers/snd_dummy"
+        try require(system("echo snd_dummy.0 > \(driver)/unbind") == 0, "could not unbind snd_dummy")
+        var bound = false
+        defer { if !bound { try? writeFile("\(driver)/bind", "snd_dummy.0") } }
+        try require(readFile("/proc/asound/cards")?.contains("Dummy") != true, "the Dummy card is still there")
+        let (recorder, log) = RecordingLogHandler.logger(label: "hush.vboard")
+        let source = try ALSAControlSource(
+            ALSAControlConfiguration(card: "Dummy", element: jack, retryInterval: .milliseconds(100)),
+            logger: recorder
+        )
+        let before = try drain(source, quiet: .milliseconds(350), waitForDeadlines: false)
+        try require(before.isEmpty, "events while the card is missing: \(describe(before))")
+        let errors = log.messages(at: .error)
+        print("  \(errors.first ?? "no error logged")")
+        try require(errors.count == 1, "the missing card is logged once, not at every try: \(errors)")
+        try require(errors[0].contains("no such card; cards present: "), "message was: \(errors[0])")
+        try require(errors[0].contains("'Loopback'"), "the message should list the cards: \(errors[0])")
+        try writeFile("\(driver)/bind", "snd_dummy.0")
+        bound = true
+        let control = try ALSAUserControl(card: "Dummy", element: jack, initial: true)
+        defer { try? control.remove() }
+        let events = try drain(source, quiet: .milliseconds(300)).map(\.event)
+        try require(events == [.headphones(.plugged, source: .alsaControl)], "once the card appeared: \(events)")
     },
     Check(name: "alsa-card-gone-and-back") {
         // snd-dummy's removal waits until every handle on the card is closed, as a driver unbind does: so the
