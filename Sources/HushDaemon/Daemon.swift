@@ -330,6 +330,7 @@ public final class Daemon {
         output: AudioOutputThread
     ) {
         if output.handOver(device, requested: configuration) {
+            waitingSinceStart = false
             logger.info("route \(route): output moves to \(configuration.pcm)")
             currentPCM = configuration.pcm
             outputDescription = configuration.pcm
