@@ -17,19 +17,38 @@ public enum MonitorText {
         return lines
     }
 
-    /// "ring | speaker | volume 8/16 | ringer 10/16 | buttons: system | 2 sessions, 1 playing | out ok"
+    /// "ring | speaker | volume 8/16 | ringer 10/16 | 2 sessions, 1 playing | out ok": one line of at most 80
+    /// columns. "buttons: ringer" appears while the volume buttons move the ringer (R3), not for the usual system
+    /// volume. A line that would be longer drops the "/16"s, shortens words and the separators
+    /// ("SILENT|speaker (ovr)|vol 16|ringer 10|btn: ringer|12/12 playing|out ok"), and is cut as a last resort.
     public static func statusLine(of daemon: Daemon) -> String {
         let policy = daemon.audio.policy
-        let route = policy.routeOverride == nil ? "\(policy.route)" : "\(policy.route) (override)"
         let playing = policy.sessions.filter(\.isPlaying).count
         let output = daemon.outputCounters
-        var text = "\(policy.silenceSwitch == .silent ? "SILENT" : "ring") | \(route)"
-        text += " | volume \(policy.systemVolume) | ringer \(policy.ringerVolume) | buttons: \(policy.buttonTarget)"
-        text += " | \(policy.sessions.count) session\(policy.sessions.count == 1 ? "" : "s"), \(playing) playing"
-        text += output.open ? " | out ok" : " | OUT LOST"
-        if let pending = daemon.pendingRoute { text += ", NOT ON \(pending.pcm) YET" }
-        if output.underruns > 0 { text += ", \(output.underruns) xruns" }
-        return text
+        var out = output.open ? "out ok" : "OUT LOST"
+        // The route's own PCM would not open: `status` says which and why.
+        if daemon.pendingRoute != nil { out += ", ROUTE PCM WAITING" }
+        if output.underruns > 0 { out += ", \(output.underruns) xruns" }
+        func line(short: Bool) -> String {
+            let route = "\(policy.route)" + (policy.routeOverride == nil ? "" : short ? " (ovr)" : " (override)")
+            let steps = short ? "" : "/\(VolumeStep.count)"
+            var parts = [
+                policy.silenceSwitch == .silent ? "SILENT" : "ring", route,
+                "\(short ? "vol" : "volume") \(policy.systemVolume.rawValue)\(steps)",
+                "ringer \(policy.ringerVolume.rawValue)\(steps)",
+            ]
+            if policy.buttonTarget == .ringer { parts.append(short ? "btn: ringer" : "buttons: ringer") }
+            let count = policy.sessions.count
+            parts.append(
+                short ? "\(playing)/\(count) playing" : "\(count) session\(count == 1 ? "" : "s"), \(playing) playing"
+            )
+            parts.append(out)
+            return parts.joined(separator: short ? "|" : " | ")
+        }
+        let full = line(short: false)
+        if full.count <= 80 { return full }
+        let short = line(short: true)
+        return fit(short)
     }
 
     /// The full status, for the console's `status` command: at most 24 lines of at most 80 columns.
@@ -45,8 +64,8 @@ public enum MonitorText {
             "system volume   \(policy.systemVolume) (\(curve.gain(at: policy.systemVolume)))",
             "ringer volume   \(policy.ringerVolume) (\(curve.gain(at: policy.ringerVolume)))",
             "buttons control the \(policy.buttonTarget) volume",
-            "output          \(daemon.outputDescription): " + (output.open ? "open" : "LOST, retrying")
-                + ", \(output.underruns) underruns, latency \(Int(daemon.latencyMilliseconds.rounded())) ms",
+            "output          \(daemon.outputDescription): " + (output.open ? "open" : "LOST, retrying"),
+            "                \(output.underruns) underruns, latency \(Int(daemon.latencyMilliseconds.rounded())) ms",
         ]
         if let pending = daemon.pendingRoute {
             let tenths = ((daemon.clock.now() - pending.since).milliseconds + 50) / 100
@@ -65,9 +84,12 @@ public enum MonitorText {
             if session.isInterrupted {
                 line += ", interrupted by " + session.interrupters.map { "\($0.rawValue)" }.joined(separator: ", ")
             }
-            lines.append(String(line.prefix(80)))
+            lines.append(line)
         }
         if shown < policy.sessions.count { lines.append("… and \(policy.sessions.count - shown) more sessions") }
-        return lines
+        return lines.map(fit)
     }
+
+    /// `line`, or its first 77 characters and "..." when it is longer than 80.
+    static func fit(_ line: String) -> String { line.count <= 80 ? line : String(line.prefix(77)) + "..." }
 }

@@ -1,0 +1,34 @@
+import HushCore
+import Testing
+
+@testable import HushDaemon
+
+@Suite("the console's status line", .serialized)
+struct MonitorTextTests {
+    @Test("fits 80 columns however busy; shows which volume the buttons move only when it is the ringer")
+    func statusLineFits() throws {
+        let daemon = try RouteSwitchAndAlertLightTests.daemon("status-line.wav", plugged: false)
+        defer { daemon.shutDown() }
+        #expect(
+            MonitorText.statusLine(of: daemon)
+                == "ring | speaker | volume 8/16 | ringer 10/16 | 0 sessions, 0 playing | out ok"
+        )
+        daemon.handle(.input(.silenceSwitch(.silent)))
+        daemon.handle(.input(.headphones(.plugged, source: .alsaControl)))
+        daemon.handle(.setRouteOverride(.speaker))
+        daemon.handle(.setVolume(.system, VolumeStep(clamping: 16)))
+        let ring = daemon.newSessionID()
+        daemon.handle(.activate(ring, client: ClientID(1), .init(bus: .ringer, category: .playback)))
+        daemon.handle(.play(ring))
+        for _ in 0..<11 {
+            let id = daemon.newSessionID()
+            daemon.handle(
+                .activate(id, client: ClientID(2), .init(bus: .effect, category: .ambient, options: .mixWithOthers))
+            )
+            daemon.handle(.play(id))
+        }
+        let busy = MonitorText.statusLine(of: daemon)
+        #expect(busy == "SILENT|speaker (ovr)|vol 16|ringer 10|btn: ringer|12/12 playing|out ok", "\(busy)")
+        #expect(busy.count <= 80)
+    }
+}
