@@ -230,8 +230,19 @@ final class DaemonRunner {
             banner: banner(daemon, standIns: standIns),
             logLevel: router.level
         )
-        router.console = { [unowned serial] line in serial.print(line) }
+        // A console on this process's own terminal already shows standard error: the same line twice helps nobody.
+        if choice != "stdio" || !Self.sameFile(STDOUT_FILENO, STDERR_FILENO) {
+            router.console = { [unowned serial] line in serial.print(line) }
+        }
         return console
+    }
+
+    /// Whether two descriptors lead to the same file (a terminal, a pipe, a log file).
+    static func sameFile(_ a: Int32, _ b: Int32) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard fstat(a, &first) == 0, fstat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     private func banner(_ daemon: Daemon, standIns: Bool) -> [String] {

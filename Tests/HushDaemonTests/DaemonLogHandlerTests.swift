@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import Testing
 
@@ -22,5 +23,19 @@ struct DaemonLogHandlerTests {
                 "error: hw:0,0: the output device is gone",
             ]
         )
+    }
+
+    @Test("a console on hushd's own terminal gets no copy of standard error: the same file is recognised")
+    func sameFile() {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        let copy = dup(ends[1])
+        defer { for fd in ends + [copy] { close(fd) } }
+        #expect(DaemonRunner.sameFile(ends[1], copy))
+        #expect(DaemonRunner.sameFile(ends[0], ends[1]), "both ends of one pipe are one pipe")
+        let file = open("/dev/null", O_WRONLY)
+        defer { close(file) }
+        #expect(!DaemonRunner.sameFile(ends[1], file))
+        #expect(!DaemonRunner.sameFile(ends[1], -1), "a descriptor that fstat refuses is not the same")
     }
 }
