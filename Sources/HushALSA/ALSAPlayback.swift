@@ -142,9 +142,7 @@ public final class ALSAPlayback {
                 operation: capture ? "open capture device" : "open playback device",
                 device: "'\(configuration.pcm)'",
                 errno: -result,
-                message: result == -EBUSY
-                    ? "the device is busy: another program uses it (use a dmix/dsnoop PCM, or stop the other program)"
-                    : ALSAErrors.message(result)
+                message: openFailure(result)
             )
         }
         do {
@@ -152,6 +150,18 @@ public final class ALSAPlayback {
         } catch {
             snd_pcm_close(handle)
             throw error
+        }
+    }
+
+    /// Why `snd_pcm_open` failed, in words that say what to look at (alsa-lib's own lines are off: ALSALibrary).
+    static func openFailure(_ result: Int32) -> String {
+        switch -result {
+        case EBUSY: "the device is busy: another program uses it (use a dmix/dsnoop PCM, or stop the other program)"
+        case ENODEV: "no such sound card, or it is gone; cards present: \(ControlHandle.cards())"
+        case ENOENT:
+            "no such PCM, or it names a card that is not there ('aplay -L' lists the PCMs); cards present: "
+                + ControlHandle.cards()
+        default: ALSAErrors.message(result)
         }
     }
 

@@ -60,6 +60,7 @@ enum DaemonCommand {
             timestamps: ProcessInfo.processInfo.environment["JOURNAL_STREAM"] == nil
         )
         LoggingSystem.bootstrap { DaemonLogHandler(label: $0, router: router) }
+        ALSALibrary.printsOwnErrors(configuration.log.level <= .debug)
         let logger = Logger(label: "hushd")
         return DaemonRunner(configuration: configuration, router: router, console: options["--console"], logger: logger)
             .run()

@@ -36,6 +36,8 @@ enum PlayCommand {
             return 64
         }
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        // A card unbound under `play` is retried every 250 ms: alsa-lib's own line for each try says nothing more.
+        ALSALibrary.printsOwnErrors(false)
         let logger = Logger(label: "hushd")
         do {
             var output = HushdConfiguration.Output()

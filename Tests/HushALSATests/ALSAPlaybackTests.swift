@@ -1,7 +1,9 @@
 import Foundation
-import HushALSA
+import Glibc
 import HushCore
 import Testing
+
+@testable import HushALSA
 
 /// ALSA playback on the host through alsa-lib's `file` PCM (no sound card needed): the parameters negotiated and
 /// the bytes written. Real devices (snd-aloop, snd-dummy) are exercised in the virtual board.
@@ -78,13 +80,18 @@ struct ALSAPlaybackTests {
         playback.close()
     }
 
-    @Test("a missing device is named, with ALSA's reason")
+    @Test("a missing PCM or card is named, with what to look at and the cards there are")
     func missing() {
         _ = Self.configure("hushnothing")
         #expect {
             _ = try ALSAPlayback(PlaybackConfiguration(pcm: "nosuchpcm"))
         } throws: { error in
-            (error as? HardwareError)?.description.hasPrefix("cannot open playback device 'nosuchpcm': ") == true
+            (error as? HardwareError)?.description
+                == "cannot open playback device 'nosuchpcm': no such PCM, or it names a card that is not there "
+                + "('aplay -L' lists the PCMs); cards present: none [errno 2]"
         }
+        // hw:NoSuchCard,0,0 fails with ENODEV under the system's alsa.conf (this suite runs with a file of its own).
+        #expect(ALSAPlayback.openFailure(-ENODEV) == "no such sound card, or it is gone; cards present: none")
+        #expect(ALSAPlayback.openFailure(-EBUSY).hasPrefix("the device is busy: another program uses it"))
     }
 }
