@@ -543,6 +543,30 @@ struct BadInputTests {
         #expect(status == 0, "hushd's exit status after SIGTERM: \(status); its log:\n\(hushd.log)")
     }
 
+    @Test("an output card that is not there: hushd starts, says why once, keeps trying quietly and serves clients")
+    func missingCardAtStart() throws {
+        // Real alsa-lib with no such card: what a board sees when its DAC's driver comes up after hushd.
+        let hushd = try HushdProcess(fallback: nil)
+        let output = try #require(try hushd.status()["output"] as? [String: Any])
+        #expect(output["open"] as? Bool == false, "\(output)")
+        #expect(output["pcm"] as? String == "hw:CARD=HushNoSuchCard,DEV=0")
+        let client = try hushd.connect()
+        let session = try client.call(#""command":"activate","bus":"music","category":"playback""#)["session"]
+        #expect(session as? Int != nil, "a client can still activate a session")
+        // The audio thread tries every 250 ms at most: a second is four tries or more.
+        usleep(1_200_000)
+        #expect(hushd.isRunning)
+        let lines = hushd.log.split(separator: "\n")
+        let why = lines.filter { $0.contains("hushd runs without sound") }
+        #expect(why.count == 1, "said once, not at every try: \(why)")
+        // ENODEV under the system's alsa.conf, ENOENT under the file another suite may have set: either names
+        // the cards there are.
+        #expect(why.first?.contains("cards present: ") == true, "\(why)")
+        #expect(!lines.contains { $0.contains("ALSA lib") }, "alsa-lib's own lines stay off:\n\(hushd.log)")
+        client.close()
+        #expect(hushd.stop() == 0)
+    }
+
     @Test("a WAV whose header claims 4 GB plays what the file holds and finishes")
     func lyingHeaderPlays() throws {
         let hushd = try HushdProcess()

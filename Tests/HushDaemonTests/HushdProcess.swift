@@ -34,11 +34,13 @@ final class HushdProcess {
     ///   - extra: more tables, appended to the file.
     ///   - user: run hushd as this uid (and its group, no others); nil runs it as the test's user.
     ///   - stateFile: the state file's path relative to the directory (`state` by default).
+    ///   - fallback: `[output] fallback_wav`; nil for none, so hushd starts waiting for its card.
     init(
         control: String = "",
         extra: String = "",
         user: UInt32? = nil,
         stateFile: String = "state",
+        fallback: String? = "/dev/null",
         start: Bool = true
     ) throws {
         var template = Array("/tmp/hush-real-XXXXXX".utf8CString)
@@ -52,7 +54,7 @@ final class HushdProcess {
         let text = """
             [output]
             pcm = "hw:CARD=HushNoSuchCard,DEV=0"
-            fallback_wav = "/dev/null"
+            \(fallback.map { "fallback_wav = \"\($0)\"" } ?? "")
 
             [control]
             socket = "\(socket)"
