@@ -342,8 +342,8 @@ public final class Daemon {
         }
     }
 
-    /// "1.3 s" for the log.
-    private static func seconds(_ duration: Duration) -> String {
+    /// "1.3 s", for the log and the console.
+    static func seconds(_ duration: Duration) -> String {
         let tenths = (duration.milliseconds + 50) / 100
         return "\(tenths / 10).\(tenths % 10) s"
     }

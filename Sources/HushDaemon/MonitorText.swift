@@ -1,5 +1,6 @@
 import HushCore
 import HushPolicy
+import HushProtocol
 
 /// What the person at the serial console reads: decisions as they happen and a one-line status, in lines that
 /// fit 80 columns on a dumb terminal (plain ASCII punctuation but for the reason's dash, no colours).
@@ -48,7 +49,7 @@ public enum MonitorText {
         let full = line(short: false)
         if full.count <= 80 { return full }
         let short = line(short: true)
-        return fit(short)
+        return ControlText.fit(short)
     }
 
     /// The full status, for the console's `status` command: at most 24 lines of at most 80 columns.
@@ -68,10 +69,9 @@ public enum MonitorText {
             "                \(output.underruns) underruns, latency \(Int(daemon.latencyMilliseconds.rounded())) ms",
         ]
         if let pending = daemon.pendingRoute {
-            let tenths = ((daemon.clock.now() - pending.since).milliseconds + 50) / 100
             lines.append(
                 "waiting for     \(pending.pcm) (\(pending.route)): \(pending.attempts) tries in "
-                    + "\(tenths / 10).\(tenths % 10) s"
+                    + Daemon.seconds(daemon.clock.now() - pending.since)
             )
             lines.append("                \(pending.error.message)")
         }
@@ -87,9 +87,6 @@ public enum MonitorText {
             lines.append(line)
         }
         if shown < policy.sessions.count { lines.append("… and \(policy.sessions.count - shown) more sessions") }
-        return lines.map(fit)
+        return lines.map(ControlText.fit)
     }
-
-    /// `line`, or its first 77 characters and "..." when it is longer than 80.
-    static func fit(_ line: String) -> String { line.count <= 80 ? line : String(line.prefix(77)) + "..." }
 }

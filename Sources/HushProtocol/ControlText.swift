@@ -170,7 +170,7 @@ public enum ControlText {
     }
 
     /// Cuts a line to the terminal's width.
-    static func fit(_ line: String) -> String {
+    public static func fit(_ line: String) -> String {
         line.count <= columns ? line : String(line.prefix(columns - 3)) + "..."
     }
 }
