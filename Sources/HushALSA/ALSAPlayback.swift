@@ -156,7 +156,8 @@ public final class ALSAPlayback {
     /// Why `snd_pcm_open` failed, in words that say what to look at (alsa-lib's own lines are off: ALSALibrary).
     static func openFailure(_ result: Int32) -> String {
         switch -result {
-        case EBUSY: "the device is busy: another program uses it (use a dmix/dsnoop PCM, or stop the other program)"
+        case EBUSY:
+            "the device is busy: another program uses it ('fuser -v /dev/snd/*' names it; stop it, or share the card through a dmix PCM)"
         case ENODEV: "no such sound card, or it is gone; cards present: \(ControlHandle.cards())"
         case ENOENT:
             "no such PCM, or it names a card that is not there ('aplay -L' lists the PCMs); cards present: "

@@ -122,7 +122,8 @@ struct ControlTextTests {
         status.output.pending = .init(
             route: .headphones,
             pcm: "hw:Loopback,0,1",
-            error: "the device is busy: another program uses it (use a dmix/dsnoop PCM, or stop the other program)",
+            error: "the device is busy: another program uses it ('fuser -v /dev/snd/*' names it; stop it, or share "
+                + "the card through a dmix PCM)",
             attempts: 4,
             seconds: 3.24
         )
@@ -138,7 +139,7 @@ struct ControlTextTests {
                 output           hw:Loopback,0,0 (open)
                                  48000 Hz, 2 ch, 3 x 64 frames (4 ms), 2 xruns, 1 loss
                 waiting for      hw:Loopback,0,1 (headphones): 4 tries in 3.2 s
-                                 the device is busy: another program uses it (use a dmix/dsno...
+                                 the device is busy: another program uses it ('fuser -v /dev/...
                 """
         )
         status.sessions = (1...30).map { Self.session(UInt64($0), .effect, .ambient, state: "playing") }
