@@ -54,11 +54,13 @@ enum DaemonCommand {
             FileHandleOutput.standardError("hushd: the configuration cannot be used:\n\(error.description)")
             return 1
         }
-        // Under systemd, journald stamps lines itself; on a terminal, lines carry their time.
-        let router = LogRouter(
-            level: configuration.log.level,
-            timestamps: ProcessInfo.processInfo.environment["JOURNAL_STREAM"] == nil
+        // Under systemd, journald stamps lines itself and reads each line's priority from its `<N>` prefix; on a
+        // terminal or in a file, lines carry their time and no prefix.
+        let journal = LogRouter.isJournal(
+            ProcessInfo.processInfo.environment["JOURNAL_STREAM"],
+            descriptor: STDERR_FILENO
         )
+        let router = LogRouter(level: configuration.log.level, timestamps: !journal, journal: journal)
         LoggingSystem.bootstrap { DaemonLogHandler(label: $0, router: router) }
         ALSALibrary.printsOwnErrors(configuration.log.level <= .debug)
         let logger = Logger(label: "hushd")

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Logging
 import Testing
@@ -37,5 +38,137 @@ struct DaemonLogHandlerTests {
         defer { close(file) }
         #expect(!DaemonRunner.sameFile(ends[1], file))
         #expect(!DaemonRunner.sameFile(ends[1], -1), "a descriptor that fstat refuses is not the same")
+    }
+}
+
+@Suite("hushd's log in the journal: sd-daemon priorities")
+struct JournalPriorityTests {
+    @Test(
+        "each level gets its sd-daemon prefix",
+        arguments: [
+            (Logger.Level.trace, "<7>"), (.debug, "<7>"), (.info, "<6>"), (.notice, "<5>"), (.warning, "<4>"),
+            (.error, "<3>"), (.critical, "<2>"),
+        ]
+    )
+    func prefix(level: Logger.Level, prefix: String) {
+        #expect(
+            DaemonLogHandler.journalLines("warning: the card is gone", level: level) == prefix
+                + "warning: the card is gone"
+        )
+    }
+
+    @Test("every line of a message carries the prefix, so journald stores no continuation line at info")
+    func multiLine() {
+        let text =
+            "error: the configuration cannot be used:\n  [output] rate: 1 is not a rate\n\n  see configuration.md"
+        let expected = [
+            "<3>error: the configuration cannot be used:", "<3>  [output] rate: 1 is not a rate", "<3>",
+            "<3>  see configuration.md",
+        ]
+        #expect(DaemonLogHandler.journalLines(text, level: .error) == expected.joined(separator: "\n"))
+    }
+
+    @Test("JOURNAL_STREAM counts only when it names the descriptor's own device and inode")
+    func journalStreamCheck() throws {
+        let scratch = try ScratchDirectory(prefix: "hush-journal")
+        let path = scratch.path + "/stream"
+        let file = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
+        try #require(file >= 0)
+        defer { close(file) }
+        var status = stat()
+        try #require(fstat(file, &status) == 0)
+        let matching = "\(status.st_dev):\(status.st_ino)"
+        #expect(LogRouter.isJournal(matching, descriptor: file))
+        #expect(!LogRouter.isJournal(nil, descriptor: file))
+        #expect(!LogRouter.isJournal("\(status.st_dev):\(status.st_ino + 1)", descriptor: file), "another inode")
+        #expect(!LogRouter.isJournal("\(status.st_dev + 1):\(status.st_ino)", descriptor: file), "another device")
+        let other = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(other) }
+        #expect(!LogRouter.isJournal(matching, descriptor: other), "a child that inherited the variable")
+        for malformed in [
+            "", ":", "\(status.st_dev)", "\(status.st_dev):\(status.st_ino):0", "a:b", "-1:\(status.st_ino)",
+        ] {
+            #expect(!LogRouter.isJournal(malformed, descriptor: file), "JOURNAL_STREAM=\(malformed)")
+        }
+    }
+
+    @Test("the console's copy never carries the prefix")
+    func consoleWithoutPrefix() {
+        let router = LogRouter(level: .info, timestamps: false, journal: true)
+        var shown: [String] = []
+        router.console = { shown.append($0) }
+        let logger = Logger(label: "test") { DaemonLogHandler(label: $0, router: router) }
+        logger.warning("cannot lock hushd's memory\nsecond line")
+        #expect(shown == ["warning: cannot lock hushd's memory\nsecond line"])
+    }
+
+    /// Starts the real hushd with its standard error on a file and `JOURNAL_STREAM` set to `stream(file)`; a
+    /// missing card (a warning: sound goes to /dev/null) and a GPIO chip that is not there (an error) make it
+    /// log both. Returns its log after it stopped.
+    static func runHushd(stream: (stat) -> String) throws -> String {
+        let scratch = try ScratchDirectory(prefix: "hush-journal")
+        let socket = scratch.path + "/control.sock"
+        let config = scratch.path + "/hushd.toml"
+        try """
+        [output]
+        pcm = "hw:CARD=HushNoSuchCard,DEV=0"
+        fallback_wav = "/dev/null"
+
+        [control]
+        socket = "\(socket)"
+        group = ""
+
+        [state]
+        file = ""
+
+        [alsa_controls]
+        enabled = false
+
+        [inputs.volume_up]
+        kind = "gpio"
+        chip = "hush-no-such-chip"
+        line = 3
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let logPath = scratch.path + "/stderr"
+        try #require(FileManager.default.createFile(atPath: logPath, contents: nil))
+        var status = stat()
+        try #require(stat(logPath, &status) == 0)
+        let hushd = try SpawnedHushd(
+            arguments: ["--config", config, "--console", "none"],
+            environment: ["PATH": "/usr/bin:/bin", "JOURNAL_STREAM": stream(status)],
+            logPath: logPath,
+            directory: scratch.path
+        )
+        try hushd.waitForSocket(socket)
+        #expect(hushd.stop() == 0, "hushd stops cleanly on SIGTERM")
+        return hushd.log
+    }
+
+    @Test("a real hushd whose standard error is the stream JOURNAL_STREAM names prefixes every line")
+    func realHushdInJournal() throws {
+        let log = try Self.runHushd { "\($0.st_dev):\($0.st_ino)" }
+        let lines = log.split(separator: "\n").map(String.init)
+        #expect(
+            lines.contains { $0.hasPrefix("<4>warning: ") && $0.contains("sound goes to the WAV file /dev/null") },
+            "\(log)"
+        )
+        #expect(
+            lines.contains { $0.hasPrefix("<3>error: input left out: ") && $0.contains("hush-no-such-chip") },
+            "\(log)"
+        )
+        #expect(lines.contains { $0.hasPrefix("<5>notice: hushd ") && $0.contains(" ready on board ") }, "\(log)")
+        let unprefixed = lines.filter { line in
+            !["<7>", "<6>", "<5>", "<4>", "<3>", "<2>"].contains { line.hasPrefix($0) }
+        }
+        #expect(unprefixed.isEmpty, "every line hushd wrote starts with a priority: \(unprefixed)")
+    }
+
+    @Test("a real hushd that inherited JOURNAL_STREAM but writes elsewhere writes plain, timed lines")
+    func realHushdNotInJournal() throws {
+        let log = try Self.runHushd { "\($0.st_dev):\($0.st_ino + 1)" }
+        let lines = log.split(separator: "\n").map(String.init)
+        let warning = lines.first { $0.contains("warning: ") && $0.contains("sound goes to the WAV file /dev/null") }
+        #expect(warning.map { $0.wholeMatch(of: /\d\d:\d\d:\d\d\.\d\d\d warning: .*/) != nil } == true, "\(log)")
+        #expect(!log.contains("<4>") && !log.contains("<3>"), "\(log)")
     }
 }
