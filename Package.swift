@@ -92,6 +92,9 @@ let package = Package(
         ),
 
         // MARK: Tests.
+        // Replaces the test executable's malloc and friends to count allocations per thread: the tests that hold
+        // the real-time path to zero allocations per period. Never a product; nothing else links it.
+        .target(name: "CAllocationCounter", path: "Tests/CAllocationCounter"),
         .testTarget(name: "HushCoreTests", dependencies: ["HushCore", "HushTesting"]),
         .testTarget(
             name: "HushGPIOTests",
@@ -106,14 +109,17 @@ let package = Package(
             dependencies: ["HushALSA", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "HushAudioFileTests", dependencies: ["HushAudioFile", "HushCore", "HushTesting"]),
-        .testTarget(name: "HushMixerTests", dependencies: ["HushMixer", "HushCore", "HushTesting"]),
+        .testTarget(
+            name: "HushMixerTests",
+            dependencies: ["HushMixer", "HushCore", "HushTesting", "CAllocationCounter"]
+        ),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
         .testTarget(name: "HushProtocolTests", dependencies: ["HushProtocol", "HushCore"]),
         .testTarget(
             name: "HushDaemonTests",
             dependencies: [
                 "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
-                "HushAudioFile", "HushProtocol", "hushd", "hushctl",
+                "HushAudioFile", "HushProtocol", "hushd", "hushctl", "CAllocationCounter",
             ],
             resources: [.copy("Fixtures")]
         ),
