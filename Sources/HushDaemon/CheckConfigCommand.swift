@@ -108,10 +108,8 @@ extension HushdConfiguration {
                 "\(output.pcm): \(output.sampleRate) Hz, \(output.channels) ch, \(output.format), "
                     + "\(output.periodFrames)-frame periods × \(output.periods)",
                 "real-time priority "
-                    + (output.realtimePriority == 0 ? "none (normal scheduling)" : "\(output.realtimePriority)")
-                    + "; if the PCM does not open: "
-                    + (output.fallbackWAV.map { "sound goes to the WAV file \($0)" } ?? "start-up fails"),
-            ]
+                    + (output.realtimePriority == 0 ? "none (normal scheduling)" : "\(output.realtimePriority)"),
+            ] + outputAbsence
         )
         add(
             "routes",
@@ -123,7 +121,7 @@ extension HushdConfiguration {
                     + settings.switches.map {
                         "              sets \($0.element) on card \($0.card) to \($0.value)"
                     }
-            }
+            } + routeAbsence
         )
         add(
             "inputs",
@@ -197,6 +195,29 @@ extension HushdConfiguration {
         )
         add("log", [log.level.rawValue])
         return lines.joined(separator: "\n")
+    }
+
+    /// What hushd does when the output PCM does not open at start (Daemon.openOutput, AudioOutputThread): it
+    /// never fails start-up for it, so check-config must not say it does.
+    private var outputAbsence: [String] {
+        if let fallback = output.fallbackWAV {
+            return ["if the PCM does not open at start, sound goes to the WAV file \(fallback)"]
+        }
+        return [
+            "if the PCM does not open at start, hushd starts without sound and opens it when it appears",
+            "(tried every 250 ms); it must then grant \(output.sampleRate) Hz, \(output.channels) ch and "
+                + "\(output.periodFrames)-frame periods, or it stays closed and the log says what it offers",
+        ]
+    }
+
+    /// What hushd does when a route's own PCM does not open (Daemon.pendingRoute); nothing when every route
+    /// plays on `[output] pcm`.
+    private var routeAbsence: [String] {
+        guard routes.values.contains(where: { $0.pcm != output.pcm }) else { return [] }
+        return [
+            "a route's PCM that does not open (busy, card missing) is waited for: the sound stays where it",
+            "plays and hushd tries the PCM again after 250 ms, then at most every 2 s",
+        ]
     }
 
     private func describe(_ input: Input) -> String {

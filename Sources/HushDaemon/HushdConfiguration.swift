@@ -81,7 +81,8 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var periods = 3
         /// `realtime_priority`: SCHED_FIFO priority of the audio thread, 0 for normal scheduling.
         public var realtimePriority: Int32 = 70
-        /// `fallback_wav`: where sound goes when the PCM does not open at start; nil ("") stops start-up instead.
+        /// `fallback_wav`: where sound goes when the PCM does not open at start; nil ("") starts without sound and
+        /// opens the PCM when it appears.
         public var fallbackWAV: String?
         public init() {}
 
