@@ -91,7 +91,7 @@ def generate(seed: int, seconds: float, out) -> None:
             line = rng.choice(["up", "down"])
         elif roll < 0.84 and held is None:
             held = rng.choice(["up", "down"])
-            line = f"hold {held}"
+            line = f"press {held}"
         elif roll < 0.90:
             line = rng.choice(["plug", "unplug"]) + rng.choice(JACK_SOURCES)
         elif roll < 0.95:

@@ -231,7 +231,12 @@ final class DaemonRunner {
             daemon: daemon,
             standIns: standIns,
             banner: banner(daemon, standIns: standIns),
-            logLevel: router.level
+            logLevel: router.level,
+            busDefaults: Dictionary(
+                uniqueKeysWithValues: configuration.buses.map { bus, settings in
+                    (bus, SessionConfiguration(bus: bus, category: settings.category, options: settings.options))
+                }
+            )
         )
         // A console on this process's own terminal already shows standard error: the same line twice helps nobody.
         if choice != "stdio" || !Self.sameFile(STDOUT_FILENO, STDERR_FILENO) {

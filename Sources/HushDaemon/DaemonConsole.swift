@@ -8,13 +8,13 @@ import Glibc
 
 /// The serial-console monitor of a running hushd: a banner and the status when the terminal connects, every
 /// decision with its rule and reason as it happens, warnings and errors from the log, a one-line status when it
-/// changes, and the monitor's commands (`MonitorCommand`).
+/// changes, and the console's commands (`ConsoleCommand`, in its `monitor` context).
 ///
 /// Sessions started here (`play`) belong to the console, client 0. On boards whose inputs are terminal stand-ins
 /// (the built-in default), `silence`, `press`, `tap`, `plug` and the hot keys act as the hardware.
 public final class DaemonConsole: LoopParticipant {
     /// The console's own client id: sessions it plays belong to it.
-    public static let client = ClientID(0)
+    public static let client = ConsoleCommand.consoleClient
 
     public let console: SerialConsole
     unowned let daemon: Daemon
@@ -24,8 +24,18 @@ public final class DaemonConsole: LoopParticipant {
     let logLevel: LogLevelBox
     private var lastStatusLine = ""
     private var lastPlayed: SessionID?
+    /// What `play FILE BUS` makes: the board's `[buses.*]` settings.
+    let busDefaults: [Bus: SessionConfiguration]
 
-    public init(console: SerialConsole, daemon: Daemon, standIns: Bool, banner: [String], logLevel: LogLevelBox) {
+    public init(
+        console: SerialConsole,
+        daemon: Daemon,
+        standIns: Bool,
+        banner: [String],
+        logLevel: LogLevelBox,
+        busDefaults: [Bus: SessionConfiguration] = [:]
+    ) {
+        self.busDefaults = busDefaults
         self.console = console
         self.daemon = daemon
         self.standIns = standIns
@@ -69,14 +79,18 @@ public final class DaemonConsole: LoopParticipant {
 
     /// Carries out one typed line and prints the answer.
     public func perform(_ line: String) {
-        let command: MonitorCommand?
+        let command: ConsoleCommand?
         do {
-            command = try MonitorCommand.parse(line)
+            command = try ConsoleCommand.parse(line)
         } catch {
             console.print("error: \(error.message)")
             return
         }
         guard let command else { return }
+        if let reason = command.unavailability(in: .monitor) {
+            console.print("error: \(reason)")
+            return
+        }
         for answer in answer(command) { console.print(answer) }
         printStatusIfChanged()
     }
@@ -89,37 +103,36 @@ public final class DaemonConsole: LoopParticipant {
         }
     }
 
-    // swift-format-ignore: NoBlockComments
-    private func answer(_ command: MonitorCommand) -> [String] {
+    private func answer(_ command: ConsoleCommand) -> [String] {
         let policy = daemon.audio.policy
         switch command {
         case .help:
-            return MonitorCommand.helpText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            return ConsoleCommand.helpText(for: .monitor).split(separator: "\n", omittingEmptySubsequences: false)
+                .map(String.init)
         case .status:
             return MonitorText.status(of: daemon, version: HushdCommand.version)
         case .sessions:
-            let sessions = MonitorText.status(of: daemon, version: HushdCommand.version).filter {
+            return MonitorText.status(of: daemon, version: HushdCommand.version).filter {
                 $0.hasPrefix("session ") || $0 == "no sessions" || $0.hasPrefix("… and")
             }
-            return sessions
-        case .volume(nil):
+        case .volume(.system, nil):
             return ["system volume \(policy.systemVolume) on the \(policy.route)"]
-        case .ringer(nil):
+        case .volume(_, nil):
             return ["ringer volume \(policy.ringerVolume)"]
-        case .volume(let setting?):
-            return change(.system, setting)
-        case .ringer(let setting?):
-            return change(.ringer, setting)
         case .route(nil):
             return ["route \(policy.route)" + (policy.routeOverride == nil ? " (automatic)" : " (override)")]
-        case .route(.automatic?):
-            return rejections(daemon.handle(.setRouteOverride(nil), cause: "console: route auto"))
-        case .route(.route(let route)?):
-            return rejections(daemon.handle(.setRouteOverride(route), cause: "console: route \(route)"))
-        case .play(let sound, let bus, let loop):
+        case .playSound(let sound, let bus, let loop):
             return play(sound, bus: bus ?? .music, loop: loop)
         case .stop(let target):
             return stop(target)
+        case .activate(let id, _, let configuration):
+            return activate(id, configuration)
+        case .deactivate(let id, let notify):
+            guard let session = policy.session(id) else { return ["there is no \(id)"] }
+            guard session.client == Self.client else {
+                return ["\(id) belongs to \(session.client); stop \(id.rawValue) stops its sound"]
+            }
+            return rejections(daemon.handle(.deactivate(id, notifyOthers: notify), cause: "console: deactivate \(id)"))
         case .logLevel(nil):
             return ["log level \(logLevel.level)"]
         case .logLevel(let level?):
@@ -127,61 +140,53 @@ public final class DaemonConsole: LoopParticipant {
             return ["log level \(level)"]
         case .version:
             return HushdCommand.versionText.split(separator: "\n").map(String.init)
-        case .silence(let position):
-            guard standIns else { return [notStandIn("the silence switch")] }
-            let silent: Bool
-            switch position {
-            case .on: silent = true
-            case .off: silent = false
-            case .toggle: silent = policy.silenceSwitch != .silent
+        case .quit:
+            if case .standardIO = console.endpoint {
+                daemon.stopRequested = true
+                return ["hushd stops"]
             }
-            daemon.handle(.input(.silenceSwitch(silent ? .silent : .ring)), cause: "console: silence switch")
-            return []
-        case .press(let button):
-            guard standIns else { return [notStandIn("the volume buttons")] }
-            daemon.handle(.input(.volumeButton(button, .press)), cause: "console: \(button) pressed")
-            return []
-        case .release:
-            guard standIns else { return [notStandIn("the volume buttons")] }
-            guard let button = policy.heldButton else { return ["no volume button is held"] }
-            daemon.handle(.input(.volumeButton(button, .release)), cause: "console: \(button) released")
-            return []
-        case .tap(let button):
-            guard standIns else { return [notStandIn("the volume buttons")] }
-            daemon.handle(.input(.volumeButton(button, .press)), cause: "console: \(button) pressed")
-            daemon.handle(.input(.volumeButton(button, .release)), cause: "console: \(button) released")
-            return []
-        case .jack(let change):
-            guard standIns else { return [notStandIn("the headphone jack")] }
-            let plugged: Bool
-            switch change {
-            case .plug: plugged = true
-            case .unplug: plugged = false
-            case .toggle: plugged = policy.jack != .plugged
-            }
-            daemon.handle(
-                .input(.headphones(plugged ? .plugged : .unplugged, source: .console)),
-                cause: "console: headphones \(plugged ? "plugged" : "unplugged")"
-            )
-            return []
+            return [
+                "hushd keeps running: the console is the board's; leave the terminal program instead "
+                    + "(picocom: Ctrl-A Ctrl-X, screen: Ctrl-A k)"
+            ]
+        case .silence, .press, .release, .tap, .jack:
+            guard standIns else { return [notStandIn(command)] }
+            return events(command, policy)
+        case .key, .volume, .route, .play, .pause, .finished, .clientGone, .wait:
+            return events(command, policy)
         }
     }
 
-    private func notStandIn(_ what: String) -> String {
-        "\(what) is wired to this board; the console stands in for it only on boards whose inputs are "
+    /// A command that stands for policy events: each handled with the console as its cause.
+    private func events(_ command: ConsoleCommand, _ policy: AudioPolicy) -> [String] {
+        guard let events = command.policyEvents(policy) else { return [] }
+        if events.isEmpty, case .release = command { return ["no volume button is held"] }
+        return events.flatMap { rejections(daemon.handle($0, cause: "console: \(cause(of: $0))")) }
+    }
+
+    /// How a console event reads in the log: "up pressed", "silence switch", "system volume 9".
+    private func cause(of event: PolicyEvent) -> String {
+        switch event {
+        case .input(.silenceSwitch): "silence switch"
+        case .input(.volumeButton(let button, .press)): "\(button) pressed"
+        case .input(.volumeButton(let button, .release)): "\(button) released"
+        case .input(.headphones(let state, _)): "headphones \(state == .plugged ? "plugged" : "unplugged")"
+        case .setVolume(let kind, let step): "\(kind) volume \(step)"
+        case .setRouteOverride(let route?): "route \(route)"
+        case .setRouteOverride(nil): "route auto"
+        default: "\(event)"
+        }
+    }
+
+    private func notStandIn(_ command: ConsoleCommand) -> String {
+        let what =
+            switch command {
+            case .silence: "the silence switch"
+            case .jack: "the headphone jack"
+            default: "the volume buttons"
+            }
+        return "\(what) is wired to this board; the console stands in for it only on boards whose inputs are "
             + "kind = \"terminal\" (the built-in default)"
-    }
-
-    private func change(_ kind: VolumeKind, _ setting: MonitorCommand.VolumeSetting) -> [String] {
-        let policy = daemon.audio.policy
-        let current = kind == .system ? policy.systemVolume : policy.ringerVolume
-        let target: VolumeStep
-        switch setting {
-        case .up: target = current.moved(by: 1)
-        case .down: target = current.moved(by: -1)
-        case .step(let step): target = step
-        }
-        return rejections(daemon.handle(.setVolume(kind, target), cause: "console: \(kind) volume \(target)"))
     }
 
     /// The policy's refusals and notes, for the person who asked.
@@ -195,11 +200,24 @@ public final class DaemonConsole: LoopParticipant {
         }
     }
 
-    private func play(_ sound: MonitorCommand.Sound, bus: Bus, loop: Bool) -> [String] {
+    /// A session of the console's with no sound of its own: to see what the policy does to the others.
+    private func activate(_ id: SessionID?, _ configuration: SessionConfiguration) -> [String] {
+        let session = id ?? daemon.newSessionID()
+        if let existing = daemon.audio.policy.session(session), existing.client != Self.client {
+            return ["\(session) belongs to \(existing.client); activate another id, or none for the next free one"]
+        }
+        var answers = rejections(
+            daemon.handle(.activate(session, client: Self.client, configuration), cause: "console: activate \(session)")
+        )
+        if daemon.audio.policy.session(session) != nil {
+            answers.append("\(session) is active with no sound (play \(session.rawValue) to start it)")
+        }
+        return answers
+    }
+
+    private func play(_ sound: ConsoleCommand.Sound, bus: Bus, loop: Bool) -> [String] {
         let session = daemon.newSessionID()
-        // The category a person means: music is media (playback), effects are ambient, the ringer rings.
-        let category: HushCore.Category = bus == .effect ? .ambient : .playback
-        let configuration = SessionConfiguration(bus: bus, category: category)
+        let configuration = busDefaults[bus] ?? ConsoleCommand.defaultConfiguration(for: bus)
         var answers = rejections(
             daemon.handle(.activate(session, client: Self.client, configuration), cause: "console: play on \(bus)")
         )
@@ -219,7 +237,7 @@ public final class DaemonConsole: LoopParticipant {
         return answers
     }
 
-    private func stop(_ target: MonitorCommand.StopTarget) -> [String] {
+    private func stop(_ target: ConsoleCommand.StopTarget) -> [String] {
         let policy = daemon.audio.policy
         let sessions: [SessionID]
         switch target {

@@ -11,6 +11,8 @@ public final class PolicyConsole {
     private let sleep: (Instant) -> Void
     private let write: (String) -> Void
     private var nextSessionNumber: UInt64 = 1
+    /// The session `play FILE` made last, for `stop` with no argument.
+    private var lastPlayed: SessionID?
     /// When the console started: times are shown from here, not from boot.
     private let origin: Instant
 
@@ -45,43 +47,70 @@ public final class PolicyConsole {
     /// Carries out one typed line. Returns false when the person asked to quit.
     @discardableResult
     public func perform(_ line: String) -> Bool {
-        let command: ConsoleCommand?
+        let parsed: ConsoleCommand?
         do {
-            command = try ConsoleCommand.parse(line) { [self] in
-                defer { nextSessionNumber += 1 }
-                while policy.session(SessionID(nextSessionNumber)) != nil { nextSessionNumber += 1 }
-                return SessionID(nextSessionNumber)
-            }
+            parsed = try ConsoleCommand.parse(line)
         } catch {
             write("error: \(error.message)")
             return true
         }
-        switch command {
-        case nil:
+        guard let command = parsed else { return true }
+        if let reason = command.unavailability(in: .policy) {
+            write("error: \(reason)")
             return true
-        case .event(let event):
-            handle(event)
-        case .tap(let button):
-            handle(.input(.volumeButton(button, .press)))
-            handle(.input(.volumeButton(button, .release)))
-        case .releaseHeld:
-            guard let button = policy.heldButton else {
-                write("no volume button is held")
+        }
+        switch command {
+        case .activate(nil, let client, let configuration):
+            let id = nextSession()
+            handle(.activate(id, client: client ?? ClientID(id.rawValue), configuration))
+        case .playSound(_, let bus, _):
+            // No sound here: a session as a running hushd's console would make for it, so its decisions show.
+            let bus = bus ?? .music
+            let id = nextSession()
+            handle(.activate(id, client: ConsoleCommand.consoleClient, ConsoleCommand.defaultConfiguration(for: bus)))
+            guard policy.session(id) != nil else { return true }
+            handle(.play(id))
+            lastPlayed = id
+            write("\(id) plays on the \(bus) bus (no sound: hushd console runs the policy alone)")
+        case .stop(.all):
+            for session in policy.sessions { handle(.stop(session.id)) }
+        case .stop(.lastPlayed):
+            guard let lastPlayed, policy.session(lastPlayed) != nil else {
+                write("nothing played from this console is still active")
                 return true
             }
-            handle(.input(.volumeButton(button, .release)))
+            handle(.stop(lastPlayed))
+        case .release(nil) where policy.heldButton == nil:
+            write("no volume button is held")
+        case .volume(let kind, nil):
+            write(kind == .system ? "system volume \(policy.systemVolume)" : "ringer volume \(policy.ringerVolume)")
+        case .route(nil):
+            write("route \(policy.route)" + (policy.routeOverride == nil ? " (automatic)" : " (override)"))
         case .wait(let duration):
             wait(until: clock.now() + duration)
         case .status:
             status().forEach(write)
+        case .sessions:
+            status().dropFirst(2).forEach(write)
+        case .version:
+            HushdCommand.versionText.split(separator: "\n").forEach { write(String($0)) }
         case .help:
-            ConsoleCommand.helpText.split(separator: "\n", omittingEmptySubsequences: false).forEach {
+            ConsoleCommand.helpText(for: .policy).split(separator: "\n", omittingEmptySubsequences: false).forEach {
                 write(String($0))
             }
         case .quit:
             return false
+        default:
+            for event in command.policyEvents(policy) ?? [] { handle(event) }
         }
         return true
+    }
+
+    /// The next session id no session has.
+    private func nextSession() -> SessionID {
+        while policy.session(SessionID(nextSessionNumber)) != nil { nextSessionNumber += 1 }
+        defer { nextSessionNumber += 1 }
+        return SessionID(nextSessionNumber)
     }
 
     private func handle(_ event: PolicyEvent) {

@@ -117,21 +117,21 @@ public struct Scenario: Sendable {
                 }
             }
             words = kept
-            let command: ConsoleCommand?
+            let parsed: ConsoleCommand?
             do {
-                command = try ConsoleCommand.parse(words.joined(separator: " ")) {
-                    defer { nextSession += 1 }
-                    return SessionID(nextSession)
-                }
+                parsed = try ConsoleCommand.parse(words.joined(separator: " "))
             } catch {
                 throw ParseError(file: file, line: number, message: error.message)
             }
-            guard let command else { continue }
+            guard var command = parsed else { continue }
+            if let reason = command.unavailability(in: .scenario) {
+                throw ParseError(file: file, line: number, message: reason)
+            }
             switch command {
-            case .status, .help, .quit, .wait:
-                throw ParseError(file: file, line: number, message: "'\(words[0])' has no meaning in a scenario")
-            case .event(.activate(let id, _, _)):
-                nextSession = max(nextSession, id.rawValue + 1)
+            case .activate(let id, let client, let configuration):
+                let session = id ?? SessionID(nextSession)
+                nextSession = max(nextSession, session.rawValue + 1)
+                command = .activate(session, client: client, configuration)
             default:
                 if sound != nil || loop {
                     throw ParseError(

@@ -183,6 +183,8 @@ public final class ScenarioRenderer {
                 next += 1
             }
             audio.service(at: now)
+            // Closes what the audio thread let go of and reopens a lost device, off the real-time thread.
+            output.service()
             let underruns = output.counters.underruns.load(ordering: .relaxed)
             if underruns != reportedUnderruns {
                 logger.warning(
@@ -218,35 +220,27 @@ public final class ScenarioRenderer {
 
     private func perform(_ step: Scenario.Step) throws(RenderError) {
         let time = step.time
-        if keepsRecord { timeline.begin(step, at: time) }
+        if keepsRecord { timeline.begin(step, at: time, state: policy) }
         defer { if keepsRecord { timeline.end(step, state: policy) } }
-        switch step.command {
-        case .event(let event):
+        for event in step.command.policyEvents(policy) ?? [] {
             audio.handle(event, at: time)
-            guard case .activate(let id, _, _) = event, policy.session(id) != nil, let sound = step.sound else {
-                break
+        }
+        guard case .activate(let id?, _, _) = step.command, policy.session(id) != nil, let sound = step.sound else {
+            return
+        }
+        do {
+            switch sound {
+            case .capture(let pcm): try attachCapture(id, pcm: pcm, line: step.line)
+            case .file(let path): try audio.attach(.file(path), to: id, loop: step.loop)
+            case .stream(let path): try audio.attach(.stream(path), to: id, loop: step.loop)
+            case .tone(let frequency): try audio.attach(.tone(frequency), to: id, loop: step.loop)
             }
-            do {
-                switch sound {
-                case .capture(let pcm): try attachCapture(id, pcm: pcm, line: step.line)
-                case .file(let path): try audio.attach(.file(path), to: id, loop: step.loop)
-                case .stream(let path): try audio.attach(.stream(path), to: id, loop: step.loop)
-                case .tone(let frequency): try audio.attach(.tone(frequency), to: id, loop: step.loop)
-                }
-            } catch let error as AudioController.SoundError {
-                throw RenderError(description: "line \(step.line): \(error.description)")
-            } catch let error as RenderError {
-                throw error
-            } catch {
-                throw RenderError(description: "line \(step.line): \(error)")
-            }
-        case .tap(let button):
-            audio.handle(.input(.volumeButton(button, .press)), at: time)
-            audio.handle(.input(.volumeButton(button, .release)), at: time)
-        case .releaseHeld:
-            if let button = policy.heldButton { audio.handle(.input(.volumeButton(button, .release)), at: time) }
-        case .wait, .status, .help, .quit:
-            break
+        } catch let error as AudioController.SoundError {
+            throw RenderError(description: "line \(step.line): \(error.description)")
+        } catch let error as RenderError {
+            throw error
+        } catch {
+            throw RenderError(description: "line \(step.line): \(error)")
         }
     }
 

@@ -77,8 +77,8 @@ public final class SerialConsole {
         self.queueLimit = max(queueLimit, 1024)
         editor = LineEditor(
             columns: columns,
-            hotKeys: MonitorCommand.hotKeys,
-            completer: MonitorCommand.completions(for:)
+            hotKeys: ConsoleCommand.hotKeys,
+            completer: ConsoleCommand.completions(for:)
         )
     }
 
@@ -102,8 +102,8 @@ public final class SerialConsole {
         self.queueLimit = max(queueLimit, 1024)
         editor = LineEditor(
             columns: columns,
-            hotKeys: MonitorCommand.hotKeys,
-            completer: MonitorCommand.completions(for:)
+            hotKeys: ConsoleCommand.hotKeys,
+            completer: ConsoleCommand.completions(for:)
         )
         do throws(HardwareError) {
             try openDevice(device, rate)
@@ -402,7 +402,7 @@ public final class SerialConsole {
         for event in events {
             switch event {
             case .line(let line): lines.append(line)
-            case .hotKey(let key): lines.append(MonitorCommand.hotKeys[key] ?? String(key))
+            case .hotKey(let key): lines.append(ConsoleCommand.hotKeys[key] ?? String(key))
             case .endOfInput:
                 // ^D ends `make run`; on a serial line it means nothing (hushd does not stop for it).
                 if case .standardIO = endpoint {

@@ -101,8 +101,8 @@ public struct ScenarioTimeline: Sendable {
     }
 
     /// A scenario line begins: it gets a mark, and the decisions until ``end(_:state:)`` are its.
-    mutating func begin(_ step: Scenario.Step, at time: Instant) {
-        marks.append(Mark(time: time, line: step.line, event: Self.describe(step.command), rules: []))
+    mutating func begin(_ step: Scenario.Step, at time: Instant, state policy: AudioPolicy) {
+        marks.append(Mark(time: time, line: step.line, event: Self.describe(step.command, policy), rules: []))
         inStep = true
     }
 
@@ -125,12 +125,13 @@ public struct ScenarioTimeline: Sendable {
         marks[marks.count - 1].rules.append(contentsOf: rules)
     }
 
-    private static func describe(_ command: ConsoleCommand) -> String {
+    private static func describe(_ command: ConsoleCommand, _ policy: AudioPolicy) -> String {
         switch command {
-        case .event(let event): event.description
         case .tap(let button): "tap \(button)"
-        case .releaseHeld: "release"
-        case .wait, .status, .help, .quit: ""
+        case .release(nil): "release"
+        default:
+            // A scenario's other commands are one policy event each (Scenario.parse refuses the rest).
+            command.policyEvents(policy).flatMap(\.first).map(\.description) ?? ""
         }
     }
 }

@@ -346,26 +346,8 @@ struct RequestParser {
     /// " (did you mean \"music\"?)" when one of `names` is a likely typo of `word`.
     static func suggestion(for word: String, among names: [String]) -> String {
         let lowered = word.lowercased()
-        let scored = names.map { ($0, editDistance(lowered, $0.lowercased())) }.min { $0.1 < $1.1 }
+        let scored = names.map { ($0, Suggestion.editDistance(lowered, $0.lowercased())) }.min { $0.1 < $1.1 }
         guard let (best, distance) = scored, distance <= max(1, best.count / 3) else { return "" }
         return " (did you mean \"\(best)\"?)"
-    }
-
-    /// Levenshtein distance, for suggestions.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a)
-        let b = Array(b)
-        guard !a.isEmpty else { return b.count }
-        guard !b.isEmpty else { return a.count }
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
     }
 }

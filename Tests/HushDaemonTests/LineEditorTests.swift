@@ -9,8 +9,8 @@ struct LineEditorTests {
         var editor = LineEditor(
             maxLineBytes: maxLineBytes,
             columns: columns,
-            hotKeys: MonitorCommand.hotKeys,
-            completer: MonitorCommand.completions(for:)
+            hotKeys: ConsoleCommand.hotKeys,
+            completer: ConsoleCommand.completions(for:)
         )
         #expect(editor.showPrompt() == Array("> ".utf8))
         return editor

@@ -110,7 +110,7 @@ struct RenderTests {
             """
             0 activate 1 music playback tone=440 loop
             0 play 1
-            1 hold up
+            1 press up
             2.05 release
             3 end
             """
@@ -182,8 +182,20 @@ struct RenderTests {
             ),
             ("1 play 1\n0.5 play 1", "test.txt:2: time 0.500s is before the previous line's 1.000s"),
             ("0 play 1 loop", "test.txt:1: sound=, stream=, tone=, capture= and loop go with activate"),
-            ("0 status", "test.txt:1: 'status' has no meaning in a scenario"),
-            ("0 volume 99", "test.txt:1: volume must be between 0 and 16, not 99"),
+            (
+                "0 status",
+                "test.txt:1: 'status' has no meaning in a scenario: a scenario's lines are what happens, at their times"
+            ),
+            ("0 volume 99", "test.txt:1: volume takes up, down or a step from 0 to 16, not '99'"),
+            (
+                "0 wait 100",
+                "test.txt:1: a scenario's lines carry their times: write +0.5 before the next line instead of wait"
+            ),
+            (
+                "0 play tone 440",
+                "test.txt:1: in a scenario a sound goes with its session: activate ID BUS CATEGORY tone=HZ or "
+                    + "sound=FILE"
+            ),
             ("0 activate 1 music playback tone=99999", "test.txt:1: tone= takes a frequency in Hz below 20000"),
             // Found by Fuzz/ (fuzz-scenario): lines after 'end' were accepted and never rendered.
             (
