@@ -68,20 +68,59 @@ enum CheckConfigCommand {
                 } else {
                     try HushdConfiguration.load(file: config ?? HushdConfiguration.defaultPath)
                 }
+            let problems = machineProblems(configuration)
+            guard problems.isEmpty else { return refusal(ConfigurationError(problems)) }
             return Outcome(
                 status: 0,
                 output: "configuration OK: \(configuration.files.joined(separator: " + "))\n" + configuration.summary,
                 errors: ""
             )
         } catch {
-            let count = error.problems.count
-            return Outcome(
-                status: 1,
-                output: "",
-                errors: error.description + "\n"
-                    + "\(count) problem\(count == 1 ? "" : "s") in the configuration: hushd would not start"
-            )
+            return refusal(error)
         }
+    }
+
+    private static func refusal(_ error: ConfigurationError) -> Outcome {
+        let count = error.problems.count
+        return Outcome(
+            status: 1,
+            output: "",
+            errors: error.description + "\n"
+                + "\(count) problem\(count == 1 ? "" : "s") in the configuration: hushd would not start"
+        )
+    }
+
+    /// What hushd's start-up refuses on this machine that the file alone cannot show, found the way start-up
+    /// finds it: `[control] group` must name a group that exists here (``ControlServer`` gives the socket to it
+    /// with the same lookup, and hushd does not start without it). Each problem names the file and line of the
+    /// key, or the last file when the value is the default.
+    static func machineProblems(
+        _ configuration: HushdConfiguration,
+        groupID: (String) -> UInt32? = UnixSocket.groupID
+    ) -> [ConfigurationProblem] {
+        guard let group = configuration.control.group, groupID(group) == nil else { return [] }
+        var file = configuration.files.last ?? HushdConfiguration.defaultPath
+        var line: Int?
+        for candidate in configuration.files.reversed() {
+            guard let text = try? ConfigurationLoader.read(candidate),
+                let found = ConfigurationKeyLocator(text: text).line(of: ["control", "group"])
+            else { continue }
+            file = candidate
+            line = found
+            break
+        }
+        return [
+            ConfigurationProblem(
+                file: file,
+                line: line,
+                section: "control",
+                key: "group",
+                message: "[control] group = \"\(group)\"\(line == nil ? " (the default)" : ""): there is no group "
+                    + "'\(group)' on this machine, and hushd gives its control socket to that group or does not "
+                    + "start; create it (groupadd --system \(group)), name an existing group, or set group = \"\" "
+                    + "to keep hushd's own"
+            )
+        ]
     }
 }
 
@@ -160,7 +199,7 @@ extension HushdConfiguration {
                 }.joined(separator: "; ")
             ]
         )
-        add("console", [console.device.map { "\($0) at \(console.baud) baud" } ?? "none"])
+        add("console", [console.device.map { "\($0) at \(console.baud)" } ?? "none"])
         add(
             "socket",
             [

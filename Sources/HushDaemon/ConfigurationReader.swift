@@ -42,14 +42,12 @@ final class ConfigurationReader {
     static let switchKeys = ["card", "control", "interface", "index", "on", "value"]
     static let inputKinds = ["gpio", "evdev", "alsa", "terminal", "none"]
     static let gpioKeys = ["kind", "chip", "line", "active_low", "bias", "debounce_ms"]
+    /// A GPIO media key also says which key a press means.
+    static let gpioMediaKeyKeys = gpioKeys + ["key"]
     static let evdevKeys = ["kind", "device", "code", "codes", "grab", "optional"]
     static let alsaKeys = ["kind", "card", "control", "interface", "index"]
     static let busKeys = ["category", "mix_with_others", "duck_others"]
     static let outputLineKeys = ["kind", "chip", "line", "active_low"]
-    static let baudRates = [
-        1200, 2400, 4800, 9600, 19200, 38400, 57600, 115_200, 230_400, 460_800, 500_000, 576_000, 921_600,
-        1_000_000, 1_500_000, 2_000_000, 3_000_000,
-    ]
     /// Evdev names people use with hush, for "did you mean" (libevdev checks the name itself).
     static let commonCodes = [
         "KEY_VOLUMEUP", "KEY_VOLUMEDOWN", "KEY_MUTE", "KEY_PLAYPAUSE", "KEY_PLAY", "KEY_PAUSE", "KEY_NEXTSONG",
@@ -506,7 +504,7 @@ final class ConfigurationReader {
     }
 
     private func readGPIOInput(_ name: HushdConfiguration.InputName, _ table: Table) -> HushdConfiguration.GPIOInput? {
-        checkKeys(table, known: Self.gpioKeys + (name == .mediaKeys ? ["key"] : []))
+        checkKeys(table, known: name == .mediaKeys ? Self.gpioMediaKeyKeys : Self.gpioKeys)
         let chip = string(table, "chip", allowEmpty: false)
         if table.entries["chip"] == nil {
             missing(table, "chip", "name the GPIO chip: \"gpiochip0\" or its label, such as \"pinctrl-bcm2711\"")
@@ -825,11 +823,11 @@ final class ConfigurationReader {
             configuration.console.device = device.isEmpty ? nil : device
         }
         if let node = table.entries["baud"] {
-            let expected = "must be a standard rate: " + Self.baudRates.map(String.init).joined(separator: ", ")
-            if case .integer(let baud) = node.value, Self.baudRates.contains(baud) {
+            // The console's own list: a speed accepted here is one SerialConsole can set.
+            if case .integer(let bits) = node.value, let baud = BaudRate(bits) {
                 configuration.console.baud = baud
             } else {
-                report(table, "baud", node, expected)
+                report(table, "baud", node, "must be a standard rate: " + BaudRate.supportedList)
             }
         }
     }

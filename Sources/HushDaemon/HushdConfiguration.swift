@@ -294,8 +294,8 @@ public struct HushdConfiguration: Sendable, Equatable {
     public struct Console: Sendable, Equatable {
         /// `device`: the serial port ("/dev/ttyAMA0"); nil ("") for none.
         public var device: String?
-        /// `baud` (115200).
-        public var baud = 115_200
+        /// `baud` (115200): one of ``BaudRate/supported``.
+        public var baud = BaudRate.standard
         public init() {}
     }
 

@@ -86,17 +86,17 @@ public final class SerialConsole {
     ///
     /// A device that does not exist yet (a USB gadget not yet bound, an adapter not yet plugged in) is not an
     /// error: it is logged once and opened when it appears.
-    /// - Throws: `HardwareError` for an unsupported baud, a path that is not a terminal, permission denied, or
-    ///   settings the driver refuses.
+    /// - Parameter baud: a speed termios can set (the configuration reader checked it: ``BaudRate``).
+    /// - Throws: `HardwareError` for a path that is not a terminal, permission denied, or settings the driver
+    ///   refuses.
     public init(
         device: String,
-        baud: Int,
+        baud: BaudRate,
         logger: Logger,
         queueLimit: Int = SerialConsole.defaultQueueLimit,
         columns: Int = 80
     ) throws(HardwareError) {
-        let rate = try BaudRate(baud, device: device)
-        endpoint = .device(path: device, baud: rate)
+        endpoint = .device(path: device, baud: baud)
         interactive = true
         self.logger = logger
         self.queueLimit = max(queueLimit, 1024)
@@ -106,7 +106,7 @@ public final class SerialConsole {
             completer: ConsoleCommand.completions(for:)
         )
         do throws(HardwareError) {
-            try openDevice(device, rate)
+            try openDevice(device, baud)
         } catch {
             guard let code = error.errno, Terminal.absentErrnos.contains(code), error.operation == "open console" else {
                 throw error

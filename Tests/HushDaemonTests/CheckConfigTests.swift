@@ -1,5 +1,7 @@
 import Foundation
 import HushCore
+import HushGPIO
+import HushTesting
 import Testing
 
 @testable import HushDaemon
@@ -71,3 +73,292 @@ struct CheckConfigTests {
     }
 }
 
+/// Every key of the configuration, with values check-config accepts and values it refuses: what it accepts, hushd's
+/// own start-up takes (up to the hardware); what it refuses is named with its file, line and key. The keys come
+/// from ConfigurationReader's lists, so a key added there without a case here fails this suite.
+@Suite("every configuration key: check-config and start-up agree")
+struct EveryKeyTests {
+    /// One key: where it goes (`{}` is the value), how messages name it, and values on each side of its domain.
+    struct KeyCase {
+        var key: String
+        var template: String
+        var label: String
+        var accepted: [String]
+        var refused: [String]
+    }
+
+    /// The keys ConfigurationReader knows, as "section.key" ("routes.rate", "switches.card", "gpio.debounce_ms").
+    static var readerKeys: Set<String> {
+        var keys = Set<String>()
+        for (section, names) in ConfigurationReader.sections { keys.formUnion(names.map { "\(section).\($0)" }) }
+        let tables: [(String, [String])] = [
+            ("routes", ConfigurationReader.routeKeys), ("switches", ConfigurationReader.switchKeys),
+            ("gpio", ConfigurationReader.gpioMediaKeyKeys), ("evdev", ConfigurationReader.evdevKeys),
+            ("alsa", ConfigurationReader.alsaKeys), ("buses", ConfigurationReader.busKeys),
+            ("outputs", ConfigurationReader.outputLineKeys),
+        ]
+        for (table, names) in tables { keys.formUnion(names.map { "\(table).\($0)" }) }
+        keys.insert("inputs.kind")
+        return keys
+    }
+
+    /// A table `header` with `base` keys, `key` given the value `{}` (replacing its base value, or added).
+    static func table(_ header: String, _ base: [(String, String)], _ key: String) -> String {
+        var lines = [header]
+        var placed = false
+        for (name, value) in base {
+            if name == key {
+                lines.append("\(name) = {}")
+                placed = true
+            } else {
+                lines.append("\(name) = \(value)")
+            }
+        }
+        if !placed { lines.append("\(key) = {}") }
+        return lines.joined(separator: "\n")
+    }
+
+    static func cases(scratch: String) -> [KeyCase] {
+        func plain(_ section: String, _ key: String, _ accepted: [String], _ refused: [String]) -> KeyCase {
+            KeyCase(
+                key: "\(section).\(key)",
+                template: "[\(section)]\n\(key) = {}",
+                label: "[\(section)] \(key)",
+                accepted: accepted,
+                refused: refused
+            )
+        }
+        func switchCase(_ key: String, _ base: String, _ accepted: [String], _ refused: [String]) -> KeyCase {
+            KeyCase(
+                key: "switches.\(key)",
+                template: "[routes.speaker]\npcm = \"hw:0\"\nswitches = [{ \(base)\(key) = {} }]",
+                label: "[routes.speaker] switches[0].\(key)",
+                accepted: accepted,
+                refused: refused
+            )
+        }
+        func input(
+            _ kind: String,
+            _ name: String,
+            _ base: [(String, String)],
+            _ key: String,
+            _ accepted: [String],
+            _ refused: [String]
+        ) -> KeyCase {
+            KeyCase(
+                key: "\(kind).\(key)",
+                template: table("[inputs.\(name)]", base, key),
+                label: "[inputs.\(name)] \(key)",
+                accepted: accepted,
+                refused: refused
+            )
+        }
+        let gpio = [("kind", "\"gpio\""), ("chip", "\"gpiochip0\""), ("line", "17")]
+        let evdev = [("kind", "\"evdev\""), ("device", "\"hush-controls\""), ("code", "\"KEY_VOLUMEUP\"")]
+        let alsa = [("kind", "\"alsa\""), ("card", "\"Loopback\"")]
+        let led = [("kind", "\"gpio\""), ("chip", "\"gpiochip0\""), ("line", "\"led\"")]
+        let flags = (["true", "false"], ["1", "\"yes\""])
+        // sun_path holds 107 bytes and the NUL: the longest path the reader takes must bind.
+        let longest = scratch + "/" + String(repeating: "s", count: 107 - scratch.utf8.count - 1)
+        var cases = [
+            plain("board", "name", ["\"pi\"", "\"\""], ["5"]),
+            plain("board", "description", ["\"a board\""], ["true"]),
+            plain("output", "pcm", ["\"hw:0\"", "\"default\""], ["\"\"", "1"]),
+            plain("output", "rate", ["8000", "48000", "384000"], ["7999", "384001", "\"48000\""]),
+            plain("output", "channels", ["1", "2"], ["0", "3"]),
+            plain("output", "format", SampleFormatNames.all, ["\"S8\"", "16"]),
+            plain("output", "period_frames", ["16", "64", "8192"], ["15", "8193"]),
+            plain("output", "periods", ["2", "16"], ["1", "17"]),
+            plain("output", "realtime_priority", ["0", "1", "99"], ["-1", "100"]),
+            plain("output", "fallback_wav", ["\"\"", "\"hushd-output.wav\"", "\"/tmp/out.wav\""], ["1"]),
+            plain("buttons", "repeat_delay_ms", ["50", "5000"], ["49", "5001"]),
+            plain("buttons", "repeat_interval_ms", ["20", "2000"], ["19", "2001"]),
+            plain("buttons", "idle_target", VolumeKind.allCases.map { "\"\($0.rawValue)\"" }, ["\"music\""]),
+            plain(
+                "volume",
+                "curve",
+                ["[[1, -50], [16, 0]]", "[[1, -40], [8, -20], [16, -1.5]]"],
+                ["[[1, -50]]", "[[1, 0], [16, 0]]", "[[1, -50], [16, 3]]", "5"]
+            ),
+            plain("volume", "default_system", ["0", "16"], ["-1", "17"]),
+            plain("volume", "default_ringer", ["0", "16"], ["-1", "17"]),
+            plain("volume", "startup_max", ["0", "16"], ["-1", "17"]),
+            plain("ducking", "depth_db", ["-60", "0", "-14.5"], ["-60.5", "1"]),
+            plain("ducking", "attack_ms", ["0", "5000"], ["-1", "5001"]),
+            plain("ducking", "release_ms", ["0", "10000"], ["10001"]),
+            plain("ramps", "silence_ms", ["0", "20"], ["21"]),
+            plain("ramps", "volume_ms", ["0", "1000"], ["1001"]),
+            plain("console", "device", ["\"\"", "\"/dev/ttyAMA0\""], ["\"ttyAMA0\""]),
+            plain(
+                "console",
+                "baud",
+                BaudRate.supported.map { "\($0.0)" },
+                ["1200", "2400", "4800", "115201", "\"115200\""]
+            ),
+            plain("control", "socket", ["\"\(longest)\""], ["\"control.sock\"", "\"\(longest)s\""]),
+            plain("control", "mode", ["\"0660\"", "0o600", "0o777", "0"], ["\"0999\"", "0o1000", "\"66\""]),
+            plain("control", "group", ["\"audio\"", "\"root\"", "\"\""], ["\"no-such-group-hush\""]),
+            plain("control", "max_clients", ["1", "1024"], ["0", "1025"]),
+            plain("control", "max_sessions_per_client", ["1", "256"], ["0", "257"]),
+            plain("control", "max_line_bytes", ["1024", "16777216"], ["1023", "16777217"]),
+            plain("control", "allowed_uids", ["[]", "[0, 1000, 4294967294]"], ["[4294967295]", "[-1]", "1000"]),
+            plain("state", "file", ["\"\"", "\"/var/lib/hush/state\""], ["\"state\""]),
+            plain("state", "write_interval_ms", ["100", "60000"], ["99", "60001"]),
+            plain("alsa_controls", "enabled", flags.0, flags.1),
+            plain("alsa_controls", "card", ["\"\"", "\"Loopback\""], ["0"]),
+            plain("sounds", "directories", ["[]", "[\"/usr/share/hush/sounds\"]"], ["[\"sounds\"]", "\"/usr\""]),
+            plain("log", "level", ["\"trace\"", "\"info\"", "\"critical\""], ["\"verbose\""]),
+            plain("routes.speaker", "pcm", ["\"hw:0,0\""], ["\"\""]),
+            plain("routes.speaker", "rate", ["48000"], ["44100"]),
+            plain("routes.speaker", "channels", ["2"], ["1"]),
+            plain("routes.speaker", "format", SampleFormatNames.all, ["\"S16\""]),
+            plain(
+                "routes.speaker",
+                "switches",
+                ["[]", "[{ card = \"0\", control = \"Amp\", on = true }]"],
+                ["5", "[5]"]
+            ),
+            switchCase("card", "control = \"Amp\", on = true, ", ["\"0\"", "\"Dummy\""], ["\"\"", "0"]),
+            switchCase("control", "on = true, ", ["\"Amp\""], ["\"\"", "1"]),
+            switchCase(
+                "interface",
+                "control = \"Amp\", on = true, ",
+                ["\"mixer\"", "\"card\"", "\"pcm\""],
+                ["\"mixr\""]
+            ),
+            switchCase("index", "control = \"Amp\", on = true, ", ["0", "1023"], ["-1", "1024"]),
+            switchCase("on", "control = \"Amp\", ", flags.0, flags.1),
+            switchCase("value", "control = \"Amp\", ", ["0", "-1000000", "1000000"], ["1000001", "true"]),
+            input("gpio", "volume_up", gpio, "kind", ["\"gpio\""], ["\"gpoi\""]),
+            input("gpio", "volume_up", gpio, "chip", ["\"gpiochip0\"", "\"pinctrl-bcm2711\""], ["\"\"", "0"]),
+            input("gpio", "volume_up", gpio, "line", ["0", "17", "65535", "\"volume-up\""], ["-1", "65536", "\"\""]),
+            input("gpio", "volume_up", gpio, "active_low", flags.0, flags.1),
+            input("gpio", "volume_up", gpio, "bias", GPIOBias.allCases.map { "\"\($0.rawValue)\"" }, ["\"pullup\""]),
+            input("gpio", "volume_up", gpio, "debounce_ms", ["0", "1000"], ["-1", "1001"]),
+            input("gpio", "media_keys", gpio, "key", ["\"play_pause\"", "\"next\"", "\"previous\""], ["\"stop\""]),
+            input("inputs", "volume_up", [], "kind", ["\"terminal\"", "\"none\""], ["\"keyboard\""]),
+            input("evdev", "volume_up", evdev, "kind", ["\"evdev\""], ["\"evdv\""]),
+            input("evdev", "volume_up", evdev, "device", ["\"hush-controls\"", "\"/dev/input/event0\""], ["\"\""]),
+            input(
+                "evdev",
+                "volume_up",
+                evdev,
+                "code",
+                ["\"KEY_VOLUMEUP\"", "\"BTN_0\""],
+                ["\"KEY_NOPE\"", "\"SW_HEADPHONE_INSERT\""]
+            ),
+            input(
+                "evdev",
+                "volume_up",
+                evdev.filter { $0.0 != "code" },
+                "codes",
+                ["[\"KEY_VOLUMEUP\"]", "[\"KEY_VOLUMEUP\", \"BTN_0\"]"],
+                ["[]", "[5]", "[\"KEY_MUTE\", \"SW_LID\"]"]
+            ),
+            input("evdev", "volume_up", evdev, "grab", flags.0, flags.1),
+            input("evdev", "volume_up", evdev, "optional", flags.0, flags.1),
+            input("alsa", "silence_switch", alsa, "kind", ["\"alsa\""], ["\"alas\""]),
+            input("alsa", "silence_switch", alsa, "card", ["\"Loopback\"", "\"0\"", "\"hw:0\""], ["\"\""]),
+            input("alsa", "silence_switch", alsa, "control", ["\"Mute Switch\""], ["\"\""]),
+            input("alsa", "silence_switch", alsa, "interface", ["\"card\"", "\"mixer\"", "\"pcm\""], ["\"cad\""]),
+            input("alsa", "silence_switch", alsa, "index", ["0", "1023"], ["-1", "1024"]),
+            plain(
+                "buses.ringer",
+                "category",
+                ["\"soloAmbient\"", "\"playback\"", "\"ambient\"", "\"playAndRecord\""],
+                ["\"record\"", "\"alarm\""]
+            ),
+            plain("buses.ringer", "mix_with_others", flags.0, flags.1),
+            plain("buses.ringer", "duck_others", flags.0, flags.1),
+        ]
+        for key in ConfigurationReader.outputLineKeys {
+            let values: ([String], [String]) =
+                switch key {
+                case "kind": (["\"gpio\"", "\"none\""], ["\"pwm\""])
+                case "chip": (["\"gpiochip0\""], ["\"\"", "5"])
+                case "line": (["26", "\"led\""], ["65536", "\"\""])
+                default: flags
+                }
+            cases.append(
+                KeyCase(
+                    key: "outputs.\(key)",
+                    template: table("[outputs.alert_led]", led, key),
+                    label: "[outputs.alert_led] \(key)",
+                    accepted: values.0,
+                    refused: values.1
+                )
+            )
+        }
+        // The table names of plain cases on [routes.speaker] and [buses.ringer] are the reader's "routes"/"buses".
+        return cases.map { item in
+            var item = item
+            item.key = item.key.replacingOccurrences(of: "routes.speaker.", with: "routes.")
+                .replacingOccurrences(of: "buses.ringer.", with: "buses.")
+            return item
+        }
+    }
+
+    enum SampleFormatNames {
+        static let all = SampleFormat.allCases.map { "\"\($0.rawValue)\"" }
+    }
+
+    /// hushd's start-up up to the hardware, as DaemonRunner runs it: the daemon built from the configuration's
+    /// setup (policy, mixer format, sound directories), the serial console at the configured baud (on a
+    /// pseudo-terminal instead of a UART), and the control socket as ControlParticipant makes it (in `scratch`
+    /// unless the configuration already puts it there).
+    static func startUp(_ configuration: HushdConfiguration, scratch: String) throws {
+        var configuration = configuration
+        if !configuration.control.socket.hasPrefix(scratch) { configuration.control.socket = scratch + "/control.sock" }
+        let (logger, _) = RecordingLogHandler.logger()
+        let daemon = Daemon(setup: configuration.daemonSetup(), inputs: [], clock: ManualClock(), logger: logger)
+        let pty = try PseudoTerminal()
+        let console = try SerialConsole(device: pty.slavePath, baud: configuration.console.baud, logger: logger)
+        console.close()
+        let control = try ControlParticipant(configuration: configuration.control, daemon: daemon)
+        control.close()
+    }
+
+    @Test("every key the reader knows has a case, and every input kind is accepted by one")
+    func everyKeyHasACase() throws {
+        let scratch = try ScratchDirectory(prefix: "hush-every-key")
+        let cases = Self.cases(scratch: scratch.path)
+        let covered = Set(cases.map(\.key))
+        #expect(Self.readerKeys.subtracting(covered).sorted() == [], "keys without a case")
+        #expect(covered.subtracting(Self.readerKeys).sorted() == [], "cases for keys the reader does not know")
+        let kinds = Set(cases.filter { $0.key.hasSuffix(".kind") && !$0.key.hasPrefix("outputs") }.flatMap(\.accepted))
+        #expect(kinds == Set(ConfigurationReader.inputKinds.map { "\"\($0)\"" }))
+    }
+
+    @Test("accepted values pass check-config and start-up; refused ones fail both, named by file, line and key")
+    func checkConfigAndStartUpAgree() throws {
+        let scratch = try ScratchDirectory(prefix: "hush-every-key")
+        let path = scratch.path + "/hushd.toml"
+        for item in Self.cases(scratch: scratch.path) {
+            let line = item.template.split(separator: "\n", omittingEmptySubsequences: false)
+                .firstIndex { $0.contains("{}") }.map { $0 + 1 }
+            for (value, acceptedByReader) in item.accepted.map({ ($0, true) }) + item.refused.map({ ($0, false) }) {
+                try item.template.replacingOccurrences(of: "{}", with: value)
+                    .write(toFile: path, atomically: true, encoding: .utf8)
+                let check = CheckConfigCommand.check(["--config", path])
+                var startUpError: String?
+                do {
+                    try Self.startUp(try HushdConfiguration.load(file: path), scratch: scratch.path)
+                } catch {
+                    startUpError = "\(error)"
+                }
+                let what = "\(item.label) = \(value)"
+                #expect((check.status == 0) == acceptedByReader, "check-config on \(what): \(check.errors)")
+                #expect(
+                    (startUpError == nil) == acceptedByReader,
+                    "start-up on \(what): \(startUpError ?? "started")"
+                )
+                guard !acceptedByReader else { continue }
+                let problems = check.errors.split(separator: "\n").dropLast().map(String.init)
+                #expect(!problems.isEmpty)
+                for problem in problems {
+                    #expect(problem.hasPrefix("\(path):\(line ?? 0): \(item.label)"), "\(what): \(problem)")
+                }
+            }
+        }
+    }
+}

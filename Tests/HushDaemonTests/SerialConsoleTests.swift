@@ -13,7 +13,8 @@ struct SerialConsoleTests {
     func termiosApplied() throws {
         for baud in [9600, 115_200, 921_600, 3_000_000] {
             let pty = try PseudoTerminal()
-            let console = try SerialConsole(device: pty.slavePath, baud: baud, logger: ConsoleLog().logger)
+            let rate = try #require(BaudRate(baud))
+            let console = try SerialConsole(device: pty.slavePath, baud: rate, logger: ConsoleLog().logger)
             #expect(console.isConnected)
             var settings = try Self.settings(of: pty.slavePath)
             #expect(settings.c_lflag & tcflag_t(ICANON | ECHO | ISIG | IEXTEN) == 0)
@@ -29,16 +30,12 @@ struct SerialConsoleTests {
         }
     }
 
-    @Test("an unsupported baud, a file, a FIFO and a directory are refused with a message saying what to do")
+    @Test("a baud termios cannot set is no BaudRate; a file, a FIFO and a directory are refused saying what to do")
     func refusals() throws {
-        let pty = try PseudoTerminal()
-        #expect {
-            try SerialConsole(device: pty.slavePath, baud: 12345, logger: ConsoleLog().logger)
-        } throws: { error in
-            "\(error)".contains("baud 12345 is not supported; use one of 9600, 19200")
-                && "\(error)".contains("921600, 1000000, 1500000, 2000000, 3000000")
-                && "\(error)".contains(pty.slavePath)
-        }
+        // The configuration reader refuses these by the same list (CheckConfigTests walks [console] baud).
+        for refused in [0, 1200, 2400, 4800, 12345, 115_201, 4_000_000] { #expect(BaudRate(refused) == nil) }
+        #expect(BaudRate.supportedList.hasPrefix("9600, 19200, "))
+        #expect(BaudRate.supportedList.hasSuffix(", 921600, 1000000, 1500000, 2000000, 3000000"))
         let directory = try ScratchDirectory(prefix: "hush-console")
         let file = directory.path + "/console.log"
         let fd = open(file, O_CREAT | O_WRONLY, 0o600)
@@ -47,14 +44,14 @@ struct SerialConsoleTests {
         #expect(mkfifo(fifo, 0o600) == 0)
         for path in [file, fifo] {
             #expect {
-                try SerialConsole(device: path, baud: 115_200, logger: ConsoleLog().logger)
+                try SerialConsole(device: path, baud: .standard, logger: ConsoleLog().logger)
             } throws: { error in
                 "\(error)" == "cannot use console \(path): it is not a terminal (a pipe or a file?); name a serial "
                     + "device such as /dev/ttyAMA0, /dev/ttyS0, /dev/ttyGS0 or /dev/ttyUSB0 [errno 25]"
             }
         }
         #expect {
-            try SerialConsole(device: directory.path, baud: 115_200, logger: ConsoleLog().logger)
+            try SerialConsole(device: directory.path, baud: .standard, logger: ConsoleLog().logger)
         } throws: { error in
             "\(error)".hasPrefix("cannot open console \(directory.path): ")
         }
@@ -63,7 +60,7 @@ struct SerialConsoleTests {
     @Test("banner, prompt, a typed line returned once, its echo and the answer in CRLF lines")
     func typedLine() throws {
         let pty = try PseudoTerminal()
-        let console = try SerialConsole(device: pty.slavePath, baud: 115_200, logger: ConsoleLog().logger)
+        let console = try SerialConsole(device: pty.slavePath, baud: .standard, logger: ConsoleLog().logger)
         console.onConnect = { [unowned console] in console.print("hush 0.1.0 serial console\nroute speaker, volume 8") }
         #expect(console.nextDeadline == .zero, "the banner is due at once")
         #expect(console.service(now: Instant(nanoseconds: 1)).isEmpty)
@@ -91,7 +88,7 @@ struct SerialConsoleTests {
     @Test("a decision printed while the person types clears the row, prints, and puts the partial line back")
     func asynchronousOutput() throws {
         let pty = try PseudoTerminal()
-        let console = try SerialConsole(device: pty.slavePath, baud: 115_200, logger: ConsoleLog().logger)
+        let console = try SerialConsole(device: pty.slavePath, baud: .standard, logger: ConsoleLog().logger)
         _ = console.service(now: .zero)
         _ = pty.readAvailable()
         pty.type("volu")
@@ -113,7 +110,7 @@ struct SerialConsoleTests {
         let first = try PseudoTerminal()
         #expect(symlink(first.slavePath, link) == 0)
         let log = ConsoleLog()
-        let console = try SerialConsole(device: link, baud: 115_200, logger: log.logger)
+        let console = try SerialConsole(device: link, baud: .standard, logger: log.logger)
         let connections = Mutex(0)
         console.onConnect = { [unowned console] in
             connections.withLock { $0 += 1 }
@@ -175,7 +172,7 @@ struct SerialConsoleTests {
         let directory = try ScratchDirectory(prefix: "hush-console")
         let link = directory.path + "/ttyGS0"
         let log = ConsoleLog()
-        let console = try SerialConsole(device: link, baud: 115_200, logger: log.logger)
+        let console = try SerialConsole(device: link, baud: .standard, logger: log.logger)
         #expect(!console.isConnected)
         #expect(console.nextDeadline == .zero)
         #expect(console.service(now: Instant(nanoseconds: 5)).isEmpty)
@@ -192,7 +189,7 @@ struct SerialConsoleTests {
         let pty = try PseudoTerminal()
         let console = try SerialConsole(
             device: pty.slavePath,
-            baud: 115_200,
+            baud: .standard,
             logger: ConsoleLog().logger,
             queueLimit: 4096
         )
