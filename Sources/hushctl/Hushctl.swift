@@ -18,8 +18,8 @@ struct Hushctl: ParsableCommand {
             typed commands on one connection.
             """,
         subcommands: [
-            Status.self, Volume.self, Ringer.self, Route.self, Events.self, Play.self, Ringtone.self, Shell.self,
-            Version.self,
+            Status.self, Volume.self, Ringer.self, Route.self, Events.self, Play.self, Ringtone.self, Alarm.self,
+            Shell.self, Version.self,
         ],
         defaultSubcommand: Status.self
     )
@@ -276,7 +276,10 @@ struct Play: ParsableCommand {
     @Argument(help: "A sound file on hushd's machine (not needed with --tone).") var file: String?
     @Option(help: "effect, music or ringer.") var bus: Bus = .music
     @Option(
-        help: "ambient, soloAmbient, playback, record or playAndRecord (default: ambient on effect, else playback)."
+        help: """
+            ambient, soloAmbient, playback, record or playAndRecord (default: ambient on effect, playback on \
+            music, soloAmbient on ringer: a ringtone, silenced by the switch; for an alarm, 'hushctl alarm').
+            """
     )
     var category: HushCore.Category?
     @Flag(name: .customLong("mix-with-others"), help: "Play alongside other sessions.") var mixWithOthers = false
@@ -300,33 +303,80 @@ struct Play: ParsableCommand {
         if duckOthers { options.insert(.duckOthers) }
         let configuration = SessionConfiguration(
             bus: bus,
-            category: category ?? (bus == .effect ? .ambient : .playback),
+            category: category ?? Self.category(on: bus),
             options: options,
             transient: transient
         )
         let sound: SoundSource = tone.map { .tone($0) } ?? .file(file ?? "")
         try hold(configuration, sound: sound, loop: loop, seconds: seconds, name: name, options: self.options)
     }
+
+    /// The category a session on `bus` gets when the person names none: hushd's own `[buses]` defaults, so
+    /// `play --bus ringer` rings as a ringtone would (docs/policy.md, "Buses").
+    static func category(on bus: Bus) -> HushCore.Category {
+        switch bus {
+        case .effect: .ambient
+        case .music: .playback
+        case .ringer: .soloAmbient
+        }
+    }
+}
+
+/// What `ringtone` and `alarm` play: a file or a tone, looping on the ringer bus, scaled by the ringer volume.
+struct RingerSound: ParsableArguments {
+    @Argument(help: "A sound file on hushd's machine (not needed with --tone).") var file: String?
+    @Option(help: "Play a sine tone of this frequency in Hz instead of a file.") var tone: Double?
+    @Option(help: "ambient, soloAmbient, playback or playAndRecord instead of the command's own category.")
+    var category: HushCore.Category?
+    @Option(name: .customLong("for"), help: "Stop after this many seconds.") var seconds: Double?
+
+    func validate() throws {
+        if file == nil && tone == nil { throw ValidationError("name a FILE or give --tone HZ") }
+        if file != nil && tone != nil { throw ValidationError("give a FILE or --tone, not both") }
+        if let tone, !SoundSource.toneRange.contains(tone) { throw ValidationError("--tone must be 1 to 20000 Hz") }
+        if let seconds, !(seconds > 0) { throw ValidationError("--for must be more than 0 seconds") }
+    }
+
+    /// Rings until the time is up or ^C: a session on the ringer bus in `category` unless the person named one.
+    func ring(_ category: HushCore.Category, name: String, options: GlobalOptions) throws {
+        try hold(
+            SessionConfiguration(bus: .ringer, category: self.category ?? category),
+            sound: tone.map { .tone($0) } ?? .file(file ?? ""),
+            loop: true,
+            seconds: seconds,
+            name: name,
+            options: options
+        )
+    }
 }
 
 struct Ringtone: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Ring: play FILE looping on the ringer bus until --for SECONDS pass or ^C."
+        abstract: "Ring: loop FILE or --tone HZ as a ringtone, which the silence switch silences.",
+        discussion: """
+            A soloAmbient session on the ringer bus (docs/policy.md): with the switch on silent it plays muted and \
+            the alert light shows it (R1, R16); it interrupts what plays, which may resume after it (R6, R8). \
+            Rings until --for SECONDS pass or ^C. For a sound the switch must not silence, use 'hushctl alarm'.
+            """
     )
     @OptionGroup var options: GlobalOptions
-    @Argument(help: "The ringtone, a sound file on hushd's machine.") var file: String
-    @Option(name: .customLong("for"), help: "Stop after this many seconds.") var seconds: Double?
+    @OptionGroup var sound: RingerSound
 
-    func run() throws {
-        try hold(
-            SessionConfiguration(bus: .ringer, category: .playback),
-            sound: .file(file),
-            loop: true,
-            seconds: seconds,
-            name: "ringtone",
-            options: options
-        )
-    }
+    func run() throws { try sound.ring(.soloAmbient, name: "ringtone", options: options) }
+}
+
+struct Alarm: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sound an alarm: loop FILE or --tone HZ on the ringer bus, heard even with the switch on silent.",
+        discussion: """
+            A playback session on the ringer bus (docs/policy.md): the silence switch does not mute it (R1), the \
+            ringer volume scales it. Sounds until --for SECONDS pass or ^C.
+            """
+    )
+    @OptionGroup var options: GlobalOptions
+    @OptionGroup var sound: RingerSound
+
+    func run() throws { try sound.ring(.playback, name: "alarm", options: options) }
 }
 
 /// Activates a session, plays `sound`, and holds the connection until the sound ends, the time is up or a stop

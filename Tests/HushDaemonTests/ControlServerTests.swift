@@ -492,13 +492,17 @@ struct HushctlTests {
         #expect(
             commands == [
                 .hello(name: "hushctl play"),
-                .activate(SessionConfiguration(bus: .ringer, category: .playback, options: [.duckOthers]), name: nil),
+                // No --category: the ringer bus's own, a ringtone's soloAmbient (hushctl alarm is playback).
+                .activate(
+                    SessionConfiguration(bus: .ringer, category: .soloAmbient, options: [.duckOthers]),
+                    name: nil
+                ),
                 .play(SessionID(1), .tone(440), loop: false), .deactivate(SessionID(1), notifyOthers: true),
             ]
         )
         #expect(
             result.output
-                == "session 1: playing a 440 Hz tone (ringer playback [duckOthers]); ^C stops\n"
+                == "session 1: playing a 440 Hz tone (ringer soloAmbient [duckOthers]); ^C stops\n"
                 + "session 1: time is up, deactivated\n"
         )
     }
