@@ -3,6 +3,7 @@ import HushCore
 import HushGPIO
 import HushInput
 import HushPolicy
+import HushProtocol
 import Logging
 
 #if canImport(Glibc)
@@ -556,17 +557,16 @@ extension HushdConfiguration {
             self.isWritable = isWritable
         }
 
-        static func variable(_ name: String) -> String? {
-            guard let value = getenv(name) else { return nil }
-            let text = String(cString: value)
-            return text.hasPrefix("/") ? text : nil
-        }
+        static func variable(_ name: String) -> String? { ControlSocketLocation.absoluteVariable(name) }
     }
 
+    /// The rule is ``ControlSocketLocation``'s, the one hushctl follows to find this socket.
     static func builtInSocket(_ environment: Environment) -> String {
-        if environment.isWritable("/run/hush") { return "/run/hush/control.sock" }
-        if let runtime = environment.runtimeDirectory { return runtime + "/hush-control.sock" }
-        return "/tmp/hush-\(environment.uid)-control.sock"
+        ControlSocketLocation(
+            runtimeDirectory: environment.runtimeDirectory,
+            uid: environment.uid,
+            isWritable: environment.isWritable
+        ).daemonSocket
     }
 
     static func builtInStateFile(_ environment: Environment) -> String {

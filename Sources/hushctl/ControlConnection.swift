@@ -7,6 +7,9 @@ import Glibc
 /// What went wrong talking to hushd, phrased for the person at the terminal.
 struct ClientFailure: Error, CustomStringConvertible {
     var description: String
+    /// Connecting only: why, in a few words ("permission denied (join …)"), and the errno.
+    var reason = ""
+    var code: Int32 = 0
     init(_ description: String) { self.description = description }
 }
 
@@ -29,7 +32,10 @@ final class ControlConnection {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else {
-            throw ClientFailure("hushctl: cannot create a socket: \(String(cString: strerror(errno)))")
+            var failure = ClientFailure("hushctl: cannot create a socket: \(String(cString: strerror(errno)))")
+            failure.reason = "cannot create a socket: \(String(cString: strerror(errno)))"
+            failure.code = errno
+            throw failure
         }
         let bytes = Array(path.utf8)
         var address = sockaddr_un()
@@ -37,7 +43,12 @@ final class ControlConnection {
         guard bytes.count < capacity else {
             close(fd)
             fd = -1
-            throw ClientFailure("hushctl: cannot connect to \(path): the path is longer than \(capacity - 1) bytes")
+            var failure = ClientFailure(
+                "hushctl: cannot connect to \(path): the path is longer than \(capacity - 1) bytes"
+            )
+            failure.reason = "the path is longer than \(capacity - 1) bytes"
+            failure.code = ENAMETOOLONG
+            throw failure
         }
         address.sun_family = sa_family_t(AF_UNIX)
         // SAFETY: the path and its NUL fit in sun_path (checked above); the zeroed address supplies the NUL.
@@ -55,7 +66,10 @@ final class ControlConnection {
             let code = errno
             close(fd)
             fd = -1
-            throw ClientFailure("hushctl: cannot connect to \(path): " + Self.explain(code))
+            var failure = ClientFailure("hushctl: cannot connect to \(path): " + Self.explain(code))
+            failure.reason = Self.explain(code)
+            failure.code = code
+            throw failure
         }
     }
 

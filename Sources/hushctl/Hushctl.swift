@@ -13,7 +13,9 @@ struct Hushctl: ParsableCommand {
         commandName: "hushctl",
         abstract: "Control hushd: volumes, route, sessions, sounds and the event stream.",
         discussion: """
-            The socket is --socket PATH, else $HUSH_SOCKET, else /run/hush/control.sock.
+            The socket is --socket PATH, else $HUSH_SOCKET, else the first that answers of: where hushd with no
+            configuration would listen if you started it here ('make run'), then the others of
+            /run/hush/control.sock, $XDG_RUNTIME_DIR/hush-control.sock and /tmp/hush-UID-control.sock.
             Sessions belong to their connection: 'play' holds its connection until the sound ends; 'shell' sends
             typed commands on one connection.
             """,
@@ -30,24 +32,51 @@ struct Hushctl: ParsableCommand {
 
 /// Options every command takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: "The control socket (default $HUSH_SOCKET or /run/hush/control.sock).")
+    @Option(
+        name: .long,
+        help: "The control socket (default $HUSH_SOCKET, else the first of hushd's usual places that answers)."
+    )
     var socket: String?
 
     @Flag(name: .long, help: "Print hushd's JSON instead of text.")
     var json = false
 
-    var socketPath: String {
+    /// The socket the person named (`--socket`, else `$HUSH_SOCKET`), or nil to look in the usual places.
+    var namedSocket: String? {
         if let socket { return socket }
         if let environment = getenv("HUSH_SOCKET"), environment.pointee != 0 { return String(cString: environment) }
-        return "/run/hush/control.sock"
+        return nil
     }
 
+    /// Connects to the named socket, or else to the first of ``ControlSocketLocation/clientCandidates`` that
+    /// answers: a hushd's socket without a configuration depends on who started it and where (root or the system
+    /// hushd: /run/hush; `make run` as a person: their runtime directory), and hushctl follows the same rule.
+    /// A named socket is the only one tried: the person asked for that hushd.
+    ///
+    /// - Throws: ``Failure`` naming every path tried and why each did not answer.
     func connect() throws -> ControlConnection {
-        do {
-            return try ControlConnection(path: socketPath)
-        } catch {
-            throw Failure(error.description)
+        if let path = namedSocket {
+            do {
+                return try ControlConnection(path: path)
+            } catch {
+                throw Failure(error.description)
+            }
         }
+        let candidates = ControlSocketLocation().clientCandidates
+        var reasons: [String] = []
+        for path in candidates {
+            do {
+                return try ControlConnection(path: path)
+            } catch {
+                reasons.append("  \(path): " + (error.code == ENOENT ? "no such file" : error.reason))
+            }
+        }
+        throw Failure(
+            (["hushctl: cannot reach hushd; no --socket or $HUSH_SOCKET, so hushctl tried:"] + reasons + [
+                "Is hushd running? For a hushd whose [control] socket is elsewhere, give --socket PATH or set "
+                    + "HUSH_SOCKET."
+            ]).joined(separator: "\n")
+        )
     }
 }
 
