@@ -2,8 +2,9 @@
 # Both install what is missing (Debian packages), build, and go.
 
 SWIFT ?= swift
-# Debian packages hush builds against (the C libraries' -dev packages).
-APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev
+# Debian packages hush builds against (the C libraries' -dev packages; toml++'s is headers only).
+APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev \
+    libtomlplusplus-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 .PHONY: all deps build run test lint format clean vboard boards bench deploy-check

@@ -103,7 +103,8 @@ enum CheckConfigCommand {
         var line: Int?
         for candidate in configuration.files.reversed() {
             guard let text = try? ConfigurationLoader.read(candidate),
-                let found = ConfigurationKeyLocator(text: text).line(of: ["control", "group"])
+                let found = (try? ConfigurationNode.parse(text, file: candidate))?.table?["control"]?.table?["group"]?
+                    .line
             else { continue }
             file = candidate
             line = found

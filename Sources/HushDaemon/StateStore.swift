@@ -1,17 +1,18 @@
 import HushCore
 import Logging
-import TOMLKit
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Keeps the volumes that survive a restart (``PersistedVolumes``: system volume per route, ringer volume, route
-/// override) in a small TOML file, by default `/var/lib/hush/state`.
+/// override) in a small file in TOML's syntax, by default `/var/lib/hush/state`.
 ///
-/// The file is TOML, like hushd's configuration: one syntax for everything a person reads under /etc/hush and
-/// /var/lib/hush, comments allowed, and the parser (TOMLKit) is already part of hushd. Its first key is a schema
-/// version, so a later hushd can change the layout and an older one refuses what it does not understand.
+/// The file looks like hushd's configuration (one syntax for everything a person reads under /etc/hush and
+/// /var/lib/hush, comments allowed), but it is read by a reader of its own (``entries(in:path:)``) that accepts
+/// exactly the lines hushd writes and names the first line it does not, not by a TOML parser: four keys need none,
+/// and a damaged file must never reach code that can abort hushd. Its first key is a schema version, so a later
+/// hushd can change the layout and an older one refuses what it does not understand.
 ///
 /// Writes are atomic — a temporary file in the same directory, written, fsync'd, renamed over the old file, then
 /// the directory fsync'd — so a crash or power cut leaves either the old state or the new, never a mix. They
@@ -223,59 +224,100 @@ public final class StateStore {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// One `KEY = VALUE` line of the state file, with its 1-based line number.
+    struct Entry: Equatable {
+        enum Value: Equatable {
+            case integer(Int)
+            case text(String)
+
+            /// As the file spells it, for messages: `7`, `"loud"`.
+            var written: String {
+                switch self {
+                case .integer(let number): String(number)
+                case .text(let text): ConfigurationNode.quoted(text)
+                }
+            }
+        }
+
+        var key: String
+        var value: Value
+        var line: Int
+    }
+
+    /// The entries of a state file: those before `[system]` and those in it (nil when it has no `[system]`).
+    ///
+    /// The state file is hushd's own, not a general TOML file, so this reads exactly the lines ``encode(_:)``
+    /// writes, in the spacing a hand edit may change: blank lines, `# comments` (also after a line),
+    /// `[system]`, and `KEY = VALUE` with KEY bare (`speaker`, `line-out`) or in double quotes and VALUE a whole
+    /// number or a string in double quotes, with the escapes ``ConfigurationNode/quoted(_:)`` writes. Lines end
+    /// with LF or CRLF. Any other line is damage, reported with its number; no TOML parser ever sees the file.
+    static func entries(
+        in text: String,
+        path: String
+    ) throws(StateFileCorruption) -> (top: [Entry], system: [Entry]?) {
+        var top: [Entry] = []
+        var system: [Entry]?
+        var seen: [String: Int] = [:]
+        for (index, raw) in text.tomlLines.enumerated() {
+            let number = index + 1
+            func damage(_ what: String) -> StateFileCorruption {
+                StateFileCorruption(path: path, line: number, problem: "bad syntax: \(what)")
+            }
+            var line = StateLineScanner(raw)
+            line.skipSpaces()
+            if line.atEnd || line.peek == "#" { continue }
+            if line.peek == "[" {
+                guard line.take("[system]") else {
+                    throw damage("the only table in a state file is [system]")
+                }
+                guard line.restIsCommentOrNothing() else { throw damage("something follows [system]") }
+                guard system == nil else { throw damage("[system] appears twice") }
+                system = []
+                seen = [:]
+                continue
+            }
+            let key: String
+            if line.peek == "\"" {
+                guard let quoted = try line.quoted(damage) else { throw damage("the key's closing quote is missing") }
+                key = quoted
+            } else {
+                key = line.bare()
+                guard !key.isEmpty else { throw damage("not 'key = value', [system] or a # comment") }
+            }
+            line.skipSpaces()
+            guard line.take("=") else { throw damage("no '=' after the key") }
+            line.skipSpaces()
+            let value: Entry.Value
+            if line.peek == "\"" {
+                guard let quoted = try line.quoted(damage) else {
+                    throw damage("the value's closing quote is missing")
+                }
+                value = .text(quoted)
+            } else {
+                let digits = line.integer()
+                guard digits.contains(where: \.isNumber) else {
+                    throw damage("the value is neither a whole number nor \"text\"")
+                }
+                guard let integer = Int(digits) else { throw damage("the number \(digits) is too large") }
+                value = .integer(integer)
+            }
+            guard line.restIsCommentOrNothing() else { throw damage("something follows the value") }
+            if let earlier = seen[key] {
+                let table = system == nil ? "" : "[system] "
+                throw damage("\(table)'\(key)' is set twice (first on line \(earlier))")
+            }
+            seen[key] = number
+            let entry = Entry(key: key, value: value, line: number)
+            if system == nil { top.append(entry) } else { system!.append(entry) }
+        }
+        return (top, system)
+    }
+
     /// The volumes in `text`, or why it is not a state file this hushd can use.
     ///
     /// - Parameters:
     ///   - path: the file's name, for the error.
     ///   - knownRoutes: the board's routes; nil accepts any route name.
-    /// The first line that is not in the shape hushd writes: a comment, `[system]`, or `KEY = INTEGER` /
-    /// `KEY = "TEXT"` (KEY bare or quoted). The state file is hushd's own, so anything else is damage — and must
-    /// never reach toml++, which aborts the process on some damaged input instead of reporting it (Fuzz/Open).
-    static func shapeProblem(in text: String) -> (line: Int, message: String)? {
-        func isBare(_ c: Character) -> Bool { c.isASCII && (c.isLetter || c.isNumber || c == "_" || c == "-") }
-        /// A quoted key or value: printable, no quote or backslash inside; what follows it.
-        func quoted(_ s: Substring) -> Substring? {
-            guard s.first == "\"", let end = s.dropFirst().firstIndex(of: "\"") else { return nil }
-            let inside = s[s.index(after: s.startIndex)..<end]
-            guard inside.allSatisfy({ $0 != "\\" && !$0.isNewline && $0.asciiValue.map { $0 >= 0x20 } ?? true })
-            else { return nil }
-            return s[s.index(after: end)...]
-        }
-        func commentOrNothing(_ s: Substring) -> Bool {
-            let rest = s.drop { $0 == " " || $0 == "\t" }
-            return rest.isEmpty || rest.first == "#"
-        }
-        for (index, raw) in text.tomlLines.enumerated() {
-            let line = raw.drop { $0 == " " || $0 == "\t" }
-            if line.isEmpty || line.first == "#" { continue }
-            if line.hasPrefix("[system]") && commentOrNothing(line.dropFirst(8)) { continue }
-            var rest: Substring
-            if let afterKey = quoted(line) {
-                rest = afterKey
-            } else {
-                let key = line.prefix(while: isBare)
-                guard !key.isEmpty else { return (index + 1, "bad syntax: not 'key = value' or [system]") }
-                rest = line.dropFirst(key.count)
-            }
-            rest = rest.drop { $0 == " " || $0 == "\t" }
-            guard rest.first == "=" else { return (index + 1, "bad syntax: no '=' after the key") }
-            rest = rest.dropFirst().drop { $0 == " " || $0 == "\t" }
-            if let afterValue = quoted(rest) {
-                rest = afterValue
-            } else {
-                let number = rest.prefix { $0 == "-" || $0 == "+" || ($0.isASCII && $0.isNumber) }
-                guard number.contains(where: \.isNumber), number.count <= 20 else {
-                    return (index + 1, "bad syntax: the value is neither a whole number nor \"text\"")
-                }
-                rest = rest.dropFirst(number.count)
-            }
-            guard commentOrNothing(rest) else {
-                return (index + 1, "bad syntax: something follows the value")
-            }
-        }
-        return nil
-    }
-
     public static func decode(
         _ text: String,
         path: String,
@@ -285,48 +327,39 @@ public final class StateStore {
             StateFileCorruption(path: path, line: line, problem: problem)
         }
         guard !text.allSatisfy(\.isWhitespace) else { throw corrupt("the file is empty", line: nil) }
-        if let problem = shapeProblem(in: text) { throw corrupt(problem.message, line: problem.line) }
-        if let problem = TOMLPrecheck.problem(in: text) {
-            throw corrupt("bad syntax: \(problem.message)", line: problem.line)
-        }
-        let table: TOMLTable
-        do {
-            table = try TOMLTable(string: text)
-        } catch let error as TOMLParseError {
-            throw corrupt("bad syntax: \(error.description)", line: error.source.begin.line)
-        } catch {
-            throw corrupt("bad syntax: \(error)", line: nil)
-        }
-        func line(_ key: String, in section: String? = nil) -> Int? { lineNumber(of: key, in: section, text: text) }
+        let (top, systemEntries) = try entries(in: text, path: path)
+        let byKey = Dictionary(top.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
 
-        guard let schemaValue = table["schema"] else {
+        guard let schema = byKey["schema"] else {
             throw corrupt("it has no 'schema' version (this hushd writes schema = \(schemaVersion))", line: nil)
         }
-        guard let schema = schemaValue.int, schema == schemaVersion else {
+        guard schema.value == .integer(schemaVersion) else {
             throw corrupt(
-                "schema version \(schemaValue) is not \(schemaVersion), the one this hushd reads "
+                "schema version \(schema.value.written) is not \(schemaVersion), the one this hushd reads "
                     + "(was it written by another version of hush?)",
-                line: line("schema")
+                line: schema.line
             )
         }
         let allowed: Set<String> = ["schema", "ringer", "route_override", "system"]
-        for key in table.keys.sorted() where !allowed.contains(key) {
-            throw corrupt(
-                "unknown key '\(key)' (schema \(schemaVersion) has \(allowed.sorted().joined(separator: ", ")))",
-                line: line(key)
-            )
+        for entry in top where !allowed.contains(entry.key) || entry.key == "system" {
+            let problem =
+                entry.key == "system"
+                ? "'system' must be the [system] table of route = volume step"
+                : "unknown key '\(entry.key)' (schema \(schemaVersion) has \(allowed.sorted().joined(separator: ", ")))"
+            throw corrupt(problem, line: entry.line)
         }
 
-        func step(_ value: TOMLValueConvertible, name: String, line: Int?) throws(StateFileCorruption) -> VolumeStep {
-            guard let number = value.int, let step = VolumeStep(rawValue: number) else {
+        func step(_ entry: Entry, name: String) throws(StateFileCorruption) -> VolumeStep {
+            guard case .integer(let number) = entry.value, let step = VolumeStep(rawValue: number) else {
                 throw corrupt(
-                    "\(name) = \(value) is not a volume step (a whole number from 0 to \(VolumeStep.count))",
-                    line: line
+                    "\(name) = \(entry.value.written) is not a volume step (a whole number from 0 to "
+                        + "\(VolumeStep.count))",
+                    line: entry.line
                 )
             }
             return step
         }
-        func route(_ name: String, what: String, line: Int?) throws(StateFileCorruption) -> Route {
+        func route(_ name: String, what: String, line: Int) throws(StateFileCorruption) -> Route {
             guard !name.isEmpty else { throw corrupt("\(what) names an empty route", line: line) }
             let route = Route(name)
             if let knownRoutes, !knownRoutes.contains(route) {
@@ -339,54 +372,25 @@ public final class StateStore {
             return route
         }
 
-        guard let ringerValue = table["ringer"] else {
+        guard let ringerEntry = byKey["ringer"] else {
             throw corrupt("it has no 'ringer' volume", line: nil)
         }
-        let ringer = try step(ringerValue, name: "ringer", line: line("ringer"))
+        let ringer = try step(ringerEntry, name: "ringer")
 
         var routeOverride: Route?
-        if let value = table["route_override"] {
-            guard let name = value.string else {
-                throw corrupt(
-                    "route_override = \(value) is not a route name in quotes",
-                    line: line("route_override")
-                )
+        if let entry = byKey["route_override"] {
+            guard case .text(let name) = entry.value else {
+                throw corrupt("route_override = \(entry.value.written) is not a route name in quotes", line: entry.line)
             }
-            routeOverride = try route(name, what: "route_override", line: line("route_override"))
+            routeOverride = try route(name, what: "route_override", line: entry.line)
         }
 
         var system: [Route: VolumeStep] = [:]
-        if let value = table["system"] {
-            guard let section = value.table else {
-                throw corrupt("'system' must be a table of route = volume step", line: line("system"))
-            }
-            for name in section.keys.sorted() {
-                guard let value = section[name] else { continue }
-                let entryLine = line(name, in: "system")
-                let target = try route(name, what: "[system] \(name)", line: entryLine)
-                system[target] = try step(value, name: "[system] \(name)", line: entryLine)
-            }
+        for entry in systemEntries ?? [] {
+            let target = try route(entry.key, what: "[system] \(entry.key)", line: entry.line)
+            system[target] = try step(entry, name: "[system] \(entry.key)")
         }
         return PersistedVolumes(system: system, ringer: ringer, routeOverride: routeOverride)
-    }
-
-    /// The 1-based line on which `key` is assigned (in `[section]`, or before any section), for error messages.
-    static func lineNumber(of key: String, in section: String?, text: String) -> Int? {
-        var current: String?
-        for (index, raw) in text.tomlLines.enumerated() {
-            let line = raw.drop { $0 == " " || $0 == "\t" }
-            if line.hasPrefix("[") {
-                current = String(line.dropFirst().prefix { $0 != "]" }).trimmingSpaces()
-                continue
-            }
-            guard current == section else { continue }
-            for spelling in [key, "\"\(key)\"", "'\(key)'"] where line.hasPrefix(spelling) {
-                let rest = line.dropFirst(spelling.count).drop { $0 == " " || $0 == "\t" }
-                if rest.hasPrefix("=") { return index + 1 }
-            }
-            if section == nil, line.hasPrefix(key + ".") { return index + 1 }
-        }
-        return nil
     }
 
     /// "speaker 8, headphones 6; ringer 10; route override headphones" for logs.
@@ -418,9 +422,100 @@ extension String {
     }
 }
 
-extension StringProtocol {
-    fileprivate func trimmingSpaces() -> String {
-        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+/// Reads one line of the state file left to right, in the shapes ``StateStore/entries(in:path:)`` accepts.
+struct StateLineScanner {
+    private let scalars: [Unicode.Scalar]
+    private var index = 0
+
+    init(_ line: Substring) { scalars = Array(line.unicodeScalars) }
+
+    var atEnd: Bool { index >= scalars.count }
+    var peek: Unicode.Scalar? { atEnd ? nil : scalars[index] }
+
+    mutating func skipSpaces() {
+        while let scalar = peek, scalar == " " || scalar == "\t" { index += 1 }
+    }
+
+    /// Consumes `literal` when the line continues with it.
+    mutating func take(_ literal: String) -> Bool {
+        let wanted = Array(literal.unicodeScalars)
+        guard index + wanted.count <= scalars.count, Array(scalars[index..<index + wanted.count]) == wanted
+        else { return false }
+        index += wanted.count
+        return true
+    }
+
+    /// Spaces, then either the end or a `#` comment.
+    mutating func restIsCommentOrNothing() -> Bool {
+        skipSpaces()
+        return atEnd || peek == "#"
+    }
+
+    /// A bare key: ASCII letters, digits, `_` and `-`.
+    mutating func bare() -> String {
+        var key = ""
+        while let scalar = peek, scalar.isASCII,
+            scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "_" || scalar == "-"
+        {
+            key.unicodeScalars.append(scalar)
+            index += 1
+        }
+        return key
+    }
+
+    /// An optional sign and ASCII digits (no more than 20 characters: anything longer is no volume).
+    mutating func integer() -> String {
+        var text = ""
+        if let sign = peek, sign == "+" || sign == "-" {
+            text.unicodeScalars.append(sign)
+            index += 1
+        }
+        while let digit = peek, ("0"..."9").contains(digit), text.unicodeScalars.count <= 20 {
+            text.unicodeScalars.append(digit)
+            index += 1
+        }
+        return text
+    }
+
+    /// A string in double quotes with the escapes ``ConfigurationNode/quoted(_:)`` writes (`\"`, `\\`, `\n`, `\t`,
+    /// `\r`, `\uXXXX`, and `\UXXXXXXXX`); nil when the line ends before the closing quote.
+    mutating func quoted<E: Error>(_ damage: (String) -> E) throws(E) -> String? {
+        index += 1
+        var text = ""
+        while let scalar = peek {
+            index += 1
+            switch scalar {
+            case "\"":
+                return text
+            case "\\":
+                guard let escape = peek else { return nil }
+                index += 1
+                switch escape {
+                case "\"", "\\": text.unicodeScalars.append(escape)
+                case "n": text += "\n"
+                case "t": text += "\t"
+                case "r": text += "\r"
+                case "u", "U":
+                    let count = escape == "u" ? 4 : 8
+                    guard index + count <= scalars.count,
+                        let value = UInt32(String(String.UnicodeScalarView(scalars[index..<index + count])), radix: 16),
+                        let decoded = Unicode.Scalar(value)
+                    else { throw damage("'\\\(escape)' must be followed by \(count) hex digits of a Unicode scalar") }
+                    text.unicodeScalars.append(decoded)
+                    index += count
+                default:
+                    throw damage("'\\\(escape)' is not an escape hushd writes (\\\", \\\\, \\n, \\t, \\r, \\u)")
+                }
+            default:
+                guard scalar.value >= 0x20 && scalar.value != 0x7F || scalar == "\t" else {
+                    throw damage(
+                        "a control character (U+\(String(scalar.value, radix: 16, uppercase: true))) in quotes"
+                    )
+                }
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        return nil
     }
 }
 
