@@ -73,17 +73,22 @@ let gpioChecks: [Check] = [
         let sim = try SimLine("volume-up")
         try sim.set(active: false)
         let line = try input("volume-up", .volumeButton(.up))
+        // When each flip was written, by the check's clock: under TCG a 30 ms sleep can last far longer, and the
+        // kernel's timestamps must follow what really happened, not the sleep asked for.
+        var written: [Instant] = []
         for flip in 0..<10 {
             try sim.set(active: flip % 2 == 0)
+            written.append(monotonicNow())
             sleep(.milliseconds(30))
         }
         let events = try drain(line)
         let expected: [InputEvent] = (0..<10).map { .volumeButton(.up, $0 % 2 == 0 ? .press : .release) }
         try require(events.map(\.event) == expected, "10 flips gave: \(describe(events))")
         let gaps = zip(events, events.dropFirst()).map { ($1.time - $0.time).milliseconds }
+        let writtenGaps = zip(written, written.dropFirst()).map { ($1 - $0).milliseconds }
         try require(
-            gaps.allSatisfy { $0 >= 15 && $0 <= 200 },
-            "kernel timestamps 30 ms apart expected, gaps \(gaps) ms"
+            zip(gaps, writtenGaps).allSatisfy { abs($0 - $1) <= 10 },
+            "kernel timestamps \(gaps) ms apart for flips written \(writtenGaps) ms apart (10 ms allowed)"
         )
         let age = (monotonicNow() - events[0].time).milliseconds
         try require(age >= 0 && age < 10_000, "timestamps are not CLOCK_MONOTONIC: first event \(age) ms ago")
@@ -92,11 +97,19 @@ let gpioChecks: [Check] = [
         let sim = try SimLine("volume-down")
         try sim.set(active: false)
         let line = try input("volume-down", .volumeButton(.down))
-        let start = monotonicNow()
-        for flip in 0...20 { try sim.set(active: flip % 2 == 0) }  // 20 bounces, settling pressed
-        let span = monotonicNow() - start
-        let events = try drain(line)
-        try require(span < .milliseconds(8), "the VM took \(span.milliseconds) ms for the bounce train (must be < 8)")
+        // A bounce is quicker than the debounce: a train the VM stretched past 8 ms (a stall of the emulated machine)
+        // is no bounce, so it is written again (released first) rather than judged.
+        let (span, events) = try measure("the bounce train") {
+            try sim.set(active: false)
+            _ = try drain(line)
+            let start = monotonicNow()
+            for flip in 0...20 { try sim.set(active: flip % 2 == 0) }  // 20 bounces, settling pressed
+            let span = monotonicNow() - start
+            let events = try drain(line)
+            let slow =
+                span < .milliseconds(8) ? [] : ["the VM took \(span.milliseconds) ms for the 21 writes (8 allowed)"]
+            return ((span, events), slow)
+        }
         try require(
             events.map(\.event) == [.volumeButton(.down, .press)],
             "20 flips in \(span.milliseconds) ms gave: \(describe(events))"
@@ -107,8 +120,10 @@ let gpioChecks: [Check] = [
         let sim = try SimLine("volume-up")
         try sim.set(active: false)
         let line = try input("volume-up", .volumeButton(.up))
+        var pressed: [Instant] = []
         for _ in 0..<2 {
             try sim.set(active: true)
+            pressed.append(monotonicNow())
             sleep(.milliseconds(20))
             try sim.set(active: false)
             sleep(.milliseconds(30))
@@ -117,7 +132,9 @@ let gpioChecks: [Check] = [
         let presses = events.filter { $0.event == .volumeButton(.up, .press) }
         try require(presses.count == 2, "two presses gave: \(describe(events))")
         let gap = (presses[1].time - presses[0].time).milliseconds
-        try require(gap >= 40 && gap <= 150, "presses \(gap) ms apart, expected about 50")
+        // About 50 ms, or what the check's own clock says the VM made of it.
+        let written = (pressed[1] - pressed[0]).milliseconds
+        try require(abs(gap - written) <= 10, "presses \(gap) ms apart by the kernel, written \(written) ms apart")
     },
     Check(name: "gpio-line-busy") {
         let first = try input("headphone-sense", .headphoneSense)
