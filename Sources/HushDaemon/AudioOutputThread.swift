@@ -8,16 +8,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// The real-time audio thread: renders the mixer a period at a time and writes it to the ALSA device, keeping it
-/// fed (with silence when nothing plays) so starting a sound costs no device start-up.
-///
-/// A dedicated pthread named "hush-audio", at SCHED_FIFO when permitted, with memory locked. It never logs: it
-/// counts underruns and device losses in atomics that the control side reads and reports. After an underrun it
-/// recovers the device and fades the output in; when the device disappears it closes it, keeps the engine's state
-/// (nothing is rendered while it is gone) and reopens it with backoff.
 /// Where the audio thread writes periods: an ALSA device, or a WAV file paced like one.
 ///
-/// - Important: `write` runs on the audio thread; `close` runs there too when the device is lost.
+/// - Important: `write` runs on the audio thread; everything else (opening, `close`) on the control side, even for
+///   a device the audio thread found gone (see ``AudioOutputThread``).
 public protocol PCMOutput: AnyObject {
     /// What the device granted: the engine renders in this format.
     var granted: PlaybackConfiguration { get }
@@ -37,6 +31,22 @@ extension PCMOutput {
 
 extension ALSAPlayback: PCMOutput {}
 
+/// The real-time audio thread: renders the mixer a period at a time and writes it to the device, keeping it fed
+/// (with silence when nothing plays) so starting a sound costs no device start-up.
+///
+/// A dedicated pthread named "hush-audio", at SCHED_FIFO when permitted, with memory locked. It never logs: it
+/// counts underruns and device losses in atomics that the control side reads and reports. After an underrun it
+/// recovers the device and fades the output in. When the device disappears it hands it back to the control side
+/// and keeps the engine's state (nothing is rendered while it is gone); the control side closes it, reopens it
+/// with backoff (``service()``) and hands the new one over as it hands over a route's device.
+///
+/// - Important: what the audio thread may block on. It may wait on its own device (`write`, which paces it, and
+///   the recovery after an underrun inside it) and sleep while it has no device. It must not open or close a
+///   device (both may block for long in the driver, and a removed card's close waits on the kernel), allocate or
+///   free memory, take a lock, log, or touch a file. Devices travel between it and the control side in boxes the
+///   control side makes and frees, through two atomic slots: ``handOver(_:requested:)`` in, ``service()`` back
+///   out. The device-loss path and the route change both follow this rule (docs/architecture.md, "The audio
+///   thread").
 public final class AudioOutputThread: @unchecked Sendable {
     /// What the control side can read at any time.
     public final class Counters: Sendable {
@@ -101,18 +111,34 @@ public final class AudioOutputThread: @unchecked Sendable {
     public let priority: Int32
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
-    /// The device the audio thread writes to (nil while it is gone); owned by the audio thread once started.
+    /// The box of the device the audio thread writes to (0 while it has none), with the reference it holds: owned
+    /// by the audio thread once started.
+    private var current: UInt = 0
+    /// `current`'s device, so that writing to it needs no look into the box.
     private var playback: (any PCMOutput)?
-    /// What to reopen after a loss; changes with a handed-over device.
-    private var reopenConfiguration: PlaybackConfiguration
+    /// A lost device's box that the audio thread could not hand back yet (the slot still held another).
+    private var lostBox: UInt = 0
     /// Opens a device for a configuration (ALSA by default; tests and the WAV fallback give their own). Called on
-    /// the audio thread only while the device is gone.
+    /// the control side only, from ``service()``.
     private let open: @Sendable (PlaybackConfiguration) -> (any PCMOutput)?
-    /// A device handed from the control side to the audio thread (a route change), as an unmanaged reference.
+    /// A device handed from the control side to the audio thread (a route change, a reopened device), as an
+    /// unmanaged reference to its box.
     private let incoming = Atomic<UInt>(0)
-    /// The device the audio thread let go of after a handover, for the control side to release.
+    /// A device the audio thread let go of (replaced at a handover, or lost), for the control side to close.
     private let outgoing = Atomic<UInt>(0)
+    /// Control side: what to open when the device is lost (what was asked of the last device handed over).
+    private var reopenConfiguration: PlaybackConfiguration
+    /// Control side: when to try opening the lost device next (CLOCK_MONOTONIC nanoseconds), nil while it is not
+    /// lost or a replacement is on its way to the audio thread.
+    private var nextReopening: Int?
+    /// Control side: the wait before the next attempt after this one fails (100 ms, doubling to 250 ms).
+    private var reopenBackoff = AudioOutputThread.firstReopening
     private let logger: Logger
+
+    /// The first attempt to reopen a lost device comes this long after the loss; each failure doubles the wait, up
+    /// to ``longestReopening``.
+    static let firstReopening = Duration.milliseconds(100)
+    static let longestReopening = Duration.milliseconds(250)
 
     /// Opens the device (so configuration errors surface here, on the control side) and prepares the engine's
     /// format to match what was granted.
@@ -122,9 +148,9 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// - Parameters:
     ///   - output: the open device; `requested` is what was asked of it (reopened after a loss). Nil when the
-    ///     device is not there yet (a card whose driver comes up after hushd): the thread opens it as it would
+    ///     device is not there yet (a card whose driver comes up after hushd): ``service()`` opens it as it would
     ///     reopen a lost one, and then it must grant the rate, channels and period asked for.
-    ///   - open: how to reopen a lost device (ALSA unless given).
+    ///   - open: how to reopen a lost device (ALSA unless given); called from ``service()``.
     public init(
         engine: MixerEngine,
         output: (any PCMOutput)?,
@@ -134,13 +160,16 @@ public final class AudioOutputThread: @unchecked Sendable {
         open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAPlayback($0) }
     ) {
         self.engine = engine
-        self.playback = output
         self.open = open
         configuration = requested
         reopenConfiguration = requested
         granted = output?.granted ?? requested
         self.priority = priority
         self.logger = logger
+        if let output {
+            current = Self.box(Handover(device: output, requested: requested, reason: .route))
+            playback = output
+        }
         counters.deviceOpen.store(output == nil ? 0 : 1, ordering: .relaxed)
     }
 
@@ -153,6 +182,8 @@ public final class AudioOutputThread: @unchecked Sendable {
                 "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
             )
         }
+        // A device not there at start is opened as a lost one is reopened.
+        if current == 0 { scheduleReopening(after: Self.firstReopening) }
         do {
             thread = try NamedThread(name: "hush-audio") { [self] in loop() }
         } catch {
@@ -171,46 +202,94 @@ public final class AudioOutputThread: @unchecked Sendable {
         }
     }
 
-    /// Stops the thread and waits for it; closes the device.
+    /// Stops the thread and waits for it; closes every device it held or that was on its way.
     public func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
         thread.join()
         self.thread = nil
-        playback?.close()
+        // The audio thread has ended: what it owned is the control side's now.
         playback = nil
+        for bits in [current, lostBox] where bits != 0 { Self.unbox(bits).device.close() }
+        current = 0
+        lostBox = 0
         reap()
-        if let pending = take(incoming) { pending.close() }
+        if let pending = take(incoming) { pending.device.close() }
+        nextReopening = nil
     }
 
     /// Hands `device` (already open, in the granted format) to the audio thread, which switches to it at the next
     /// period: a route change to another PCM without stopping the music. A device still waiting from an earlier
-    /// handover is closed.
+    /// handover is closed; a lost device is no longer reopened (this one takes its place).
     ///
     /// - Returns: false when the device's format differs from what the engine renders.
     @discardableResult
     public func handOver(_ device: any PCMOutput, requested: PlaybackConfiguration) -> Bool {
         guard Self.sameFormat(device.granted, granted) else { return false }
-        let box = Handover(device: device, requested: requested)
-        let bits = UInt(bitPattern: Unmanaged.passRetained(box).toOpaque())
-        let previous = incoming.exchange(bits, ordering: .acquiringAndReleasing)
-        if previous != 0 { Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: previous)!).release() }
-        reap()
+        send(Handover(device: device, requested: requested, reason: .route))
         return true
     }
 
-    /// Releases (closes) the device the audio thread let go of after a handover. Call from the control side.
+    /// Control side, from the loop: closes what the audio thread let go of (a device replaced at a route change, or
+    /// lost) and, while the device is lost, reopens it when due (``untilNextReopening``) and hands it over.
+    public func service() {
+        reap()
+        guard let due = nextReopening, Self.monotonicNanoseconds() >= due else { return }
+        guard let reopened = open(reopenConfiguration) else {
+            retryReopening()
+            return
+        }
+        guard Self.sameFormat(reopened.granted, granted) else {
+            // The engine renders one period size for good; a device that will not take it stays closed, and the
+            // control side says what it granted instead.
+            reopened.close()
+            counters.refusedPeriodFrames.store(reopened.granted.periodFrames, ordering: .relaxed)
+            counters.refusals.add(1, ordering: .relaxed)
+            retryReopening()
+            return
+        }
+        send(Handover(device: reopened, requested: reopenConfiguration, reason: .reopened))
+    }
+
+    /// How long until ``service()`` next tries to open the lost device (zero when due), nil while it is not lost.
+    public var untilNextReopening: Duration? {
+        nextReopening.map { .nanoseconds(max(0, $0 - Self.monotonicNanoseconds())) }
+    }
+
+    /// Closes the devices the audio thread let go of; a lost one is reopened from ``service()``. Control side.
     public func reap() {
         let bits = outgoing.exchange(0, ordering: .acquiringAndReleasing)
         guard bits != 0 else { return }
-        let box = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
-        box.device?.close()
+        let box = Self.unbox(bits)
+        box.device.close()
+        // A device on its way to the audio thread takes the lost one's place: nothing to reopen.
+        if box.reason == .lost && incoming.load(ordering: .acquiring) == 0 {
+            reopenConfiguration = box.requested
+            reopenBackoff = Self.firstReopening
+            scheduleReopening(after: reopenBackoff)
+        }
     }
 
-    private func take(_ slot: borrowing Atomic<UInt>) -> (any PCMOutput)? {
+    private func scheduleReopening(after wait: Duration) {
+        nextReopening = Self.monotonicNanoseconds() + Int(wait.nanoseconds)
+    }
+
+    private func retryReopening() {
+        reopenBackoff = min(reopenBackoff * 2, Self.longestReopening)
+        scheduleReopening(after: reopenBackoff)
+    }
+
+    /// Puts `box` in the incoming slot for the audio thread; a box already waiting there is closed and freed.
+    private func send(_ box: Handover) {
+        nextReopening = nil
+        let previous = incoming.exchange(Self.box(box), ordering: .acquiringAndReleasing)
+        if previous != 0 { Self.unbox(previous).device.close() }
+        reap()
+    }
+
+    private func take(_ slot: borrowing Atomic<UInt>) -> Handover? {
         let bits = slot.exchange(0, ordering: .acquiringAndReleasing)
-        guard bits != 0 else { return nil }
-        return Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue().device
+        return bits == 0 ? nil : Self.unbox(bits)
     }
 
     /// Whether the engine's rendering fits `a` as it fits `b`: the same rate, channels and period (the PCM's name
@@ -219,38 +298,92 @@ public final class AudioOutputThread: @unchecked Sendable {
         a.sampleRate == b.sampleRate && a.channels == b.channels && a.periodFrames == b.periodFrames
     }
 
-    /// A device in transit between the control side and the audio thread.
+    /// A device in transit between the control side and the audio thread. Each device has one box from when the
+    /// control side opens it to when the control side closes it: the audio thread only passes boxes on, so it
+    /// never allocates or frees one.
     private final class Handover {
-        /// The device in transit; on the way back, the one let go of (nil if there was none).
-        var device: (any PCMOutput)?
-        var requested: PlaybackConfiguration
-        init(device: any PCMOutput, requested: PlaybackConfiguration) {
+        let device: any PCMOutput
+        /// What was asked of the device: what to reopen if it is lost.
+        let requested: PlaybackConfiguration
+        /// Why the device travels: set by whoever sends it.
+        var reason: Reason
+        enum Reason {
+            /// A route's device (or the first one), to the audio thread; on the way back, one it replaced.
+            case route
+            /// A lost device opened again, to the audio thread.
+            case reopened
+            /// On the way back: the device is gone (a removed card); close it and open it again.
+            case lost
+        }
+        init(device: any PCMOutput, requested: PlaybackConfiguration, reason: Reason) {
             self.device = device
             self.requested = requested
+            self.reason = reason
         }
+    }
+
+    /// A box as the bits a slot holds, with a reference of its own.
+    private static func box(_ handover: Handover) -> UInt {
+        UInt(bitPattern: Unmanaged.passRetained(handover).toOpaque())
+    }
+
+    /// Takes the reference `bits` held back: control side only (the box may be freed when it goes).
+    private static func unbox(_ bits: UInt) -> Handover {
+        Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+    }
+
+    /// Looks into a box without taking its reference: what the audio thread does.
+    private static func peek(_ bits: UInt) -> Handover {
+        Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
     }
 
     /// On the audio thread: switches to a handed-over device, passing the old one back for the control side to
     /// close (closing a PCM is I/O and may block: not here).
     private func acceptHandover() {
         let bits = incoming.load(ordering: .relaxed)
-        guard bits != 0, outgoing.load(ordering: .acquiring) == 0 else { return }
+        guard bits != 0, lostBox == 0, outgoing.load(ordering: .acquiring) == 0 else { return }
         guard incoming.compareExchange(expected: bits, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
             return
         }
-        // The same box carries the old device back: nothing is allocated or freed on this thread.
-        let handed = Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
-        let device = handed.device
-        let requested = handed.requested
-        handed.device = playback
-        handed.requested = reopenConfiguration
-        playback = device
-        reopenConfiguration = requested
-        outgoing.store(bits, ordering: .releasing)
-        counters.handovers.add(1, ordering: .relaxed)
+        let handed = Self.peek(bits)
+        if current != 0 {
+            // The box's own reference goes with it: nothing is retained, released or freed on this thread.
+            Self.peek(current).reason = .route
+            outgoing.store(current, ordering: .releasing)
+        }
+        current = bits
+        playback = handed.device
+        if handed.reason == .reopened {
+            counters.reopenings.add(1, ordering: .relaxed)
+        } else {
+            counters.handovers.add(1, ordering: .relaxed)
+        }
         // A route's device handed over while the old one was lost (or never there) is a device again.
-        if device != nil { counters.deviceOpen.store(1, ordering: .relaxed) }
+        counters.deviceOpen.store(1, ordering: .relaxed)
         engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+    }
+
+    /// On the audio thread: the device is gone. It is not closed here (the kernel frees a removed card only when its
+    /// last handle closes, but that close may block): its box goes back to the control side, which closes it at
+    /// once and reopens it.
+    private func handBackLost() {
+        counters.deviceLosses.add(1, ordering: .relaxed)
+        counters.deviceOpen.store(0, ordering: .relaxed)
+        // The box still holds the device: dropping this reference frees nothing.
+        playback = nil
+        Self.peek(current).reason = .lost
+        lostBox = current
+        current = 0
+        publishLost()
+    }
+
+    /// Passes the lost device's box to the control side once the slot is free (a replaced device may still be
+    /// there, waiting to be closed).
+    private func publishLost() {
+        guard lostBox != 0,
+            outgoing.compareExchange(expected: 0, desired: lostBox, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        lostBox = 0
     }
 
     private func loop() {
@@ -259,7 +392,8 @@ public final class AudioOutputThread: @unchecked Sendable {
         let bytes = frames * granted.channels * 4
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
         defer { buffer.deallocate() }
-        var backoff = Duration.milliseconds(100)
+        // Without a device, how often to look for one: a period, within 1–10 ms.
+        let idle = Duration.nanoseconds(min(max(frames * 1_000_000_000 / granted.sampleRate, 1_000_000), 10_000_000))
         // When the last period started; 0 until a period is written on the current device.
         var previousStart = 0
         while running.load(ordering: .relaxed) {
@@ -268,26 +402,11 @@ public final class AudioOutputThread: @unchecked Sendable {
             // there — and only the next period goes to the new device. So not a sample of a paused voice reaches
             // the route it was moved away from.
             let switching = incoming.load(ordering: .acquiring) != 0
-            if switching && playback == nil { acceptHandover() }
             guard let device = playback else {
                 previousStart = 0
-                sleepFor(backoff)
-                backoff = min(backoff * 2, .milliseconds(250))
-                if let reopened = open(reopenConfiguration) {
-                    if Self.sameFormat(reopened.granted, granted) {
-                        playback = reopened
-                        backoff = .milliseconds(100)
-                        counters.reopenings.add(1, ordering: .relaxed)
-                        counters.deviceOpen.store(1, ordering: .relaxed)
-                        engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
-                    } else {
-                        // The engine renders one period size for good; a device that will not take it stays
-                        // closed, and the control side says what it granted instead.
-                        counters.refusedPeriodFrames.store(reopened.granted.periodFrames, ordering: .relaxed)
-                        counters.refusals.add(1, ordering: .relaxed)
-                        reopened.close()
-                    }
-                }
+                publishLost()
+                if switching { acceptHandover() }
+                if playback == nil { sleepFor(idle) }
                 continue
             }
             let start = Self.monotonicNanoseconds()
@@ -303,12 +422,7 @@ public final class AudioOutputThread: @unchecked Sendable {
                 counters.underruns.add(1, ordering: .relaxed)
                 engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
             case .gone:
-                // Close now, whoever else holds the object: the kernel frees a removed card only when its last
-                // handle closes, and only then can the card come back.
-                device.close()
-                counters.deviceLosses.add(1, ordering: .relaxed)
-                counters.deviceOpen.store(0, ordering: .relaxed)
-                playback = nil
+                handBackLost()
             case .failed:
                 counters.writeErrors.add(1, ordering: .relaxed)
                 sleepFor(.milliseconds(10))

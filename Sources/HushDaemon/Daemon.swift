@@ -137,7 +137,7 @@ public final class Daemon {
     }
 
     /// Opens the output. A PCM that does not open goes to the WAV fallback if there is one; otherwise hushd starts
-    /// without sound and the audio thread opens the PCM when it appears, as it reopens a lost one (a card whose
+    /// without sound and the loop opens the PCM when it appears, as it reopens a lost one (a card whose
     /// driver comes up after hushd, a USB DAC plugged in later). Failing instead would leave the board without
     /// its buttons, socket and console, and systemd stops restarting a unit that fails five times in 10 s.
     private func openOutput() throws(HardwareError) {
@@ -190,10 +190,11 @@ public final class Daemon {
         return 0
     }
 
-    /// Lets time pass: button repeats, finished voices, streams, output telemetry.
+    /// Lets time pass: button repeats, finished voices, streams, output telemetry, and the output's devices: those
+    /// the audio thread let go of are closed here, and a lost one is reopened here, never on the audio thread.
     public func service() {
         audio.service(at: policyTime())
-        output?.reap()
+        output?.service()
         retryPendingRoute()
         reportOutput()
     }
@@ -449,9 +450,11 @@ private final class InputParticipant: LoopParticipant {
     }
 
     var nextDeadline: Instant? {
+        // A lost output device is reopened from the loop (`Daemon.service()`), 100 ms after the loss, then 250 ms.
+        let reopening = daemon.output?.untilNextReopening.map { daemon.clock.now() + $0 }
         let deadlines =
             daemon.inputs.compactMap(\.nextDeadline)
-            + [daemon.audio.nextDeadline, daemon.pendingRoute?.nextAttempt].compactMap { $0 }
+            + [daemon.audio.nextDeadline, daemon.pendingRoute?.nextAttempt, reopening].compactMap { $0 }
         return deadlines.min()
     }
 

@@ -139,9 +139,14 @@ struct DaemonTests {
                 "output: cannot open playback device 'late-pcm': no such device [errno 19]; hushd runs without sound and opens late-pcm as soon as it appears (tried every 250 ms). If that card should be here now, check [output] pcm against 'aplay -L'"
             ]
         )
-        #expect(Self.serve(daemon) { devices.attempts.count >= 3 }, "the audio thread keeps trying")
+        #expect(Self.serve(daemon) { devices.attempts.count >= 3 }, "the loop keeps trying")
         devices.set { $0.missing = [] }
-        #expect(PendingRouteTests.waitForPeriods(3, on: Self.wait { devices.device("late-pcm") }))
+        // Opened by the loop (`service`), never by the audio thread: nothing opens while nobody serves.
+        let attempts = devices.attempts.count
+        usleep(400_000)
+        #expect(devices.attempts.count == attempts, "no attempt outside the loop")
+        #expect(Self.serve(daemon) { devices.device("late-pcm") != nil })
+        #expect(PendingRouteTests.waitForPeriods(3, on: devices.device("late-pcm")))
         #expect(Self.serve(daemon) { daemon.outputCounters.open })
         daemon.service()  // the loop's next look at the counters
         #expect(log.messages(at: .notice) == ["late-pcm: the output device is here; sound starts"])
