@@ -28,7 +28,7 @@ SWIFT="${SWIFT:-swift}"
 # `-sanitize=address` in an order that changes from build to build, and for swiftc the last one wins, so a build
 # had either libFuzzer's coverage counters or AddressSanitizer in hush's Swift code, never both. The combined
 # `-sanitize=fuzzer,address` comes after them on every swiftc command line. (clang adds up its -fsanitize flags,
-# so TOMLKit's C++ always had both.)
+# so CTOMLShim's C++ (toml++) always has both.)
 build=("$SWIFT" build --package-path "$fuzz" -c release --sanitize fuzzer --sanitize address
     -Xswiftc "-sanitize=fuzzer,address" -Xswiftc -parse-as-library)
 echo "== building the fuzz harnesses: ${build[*]}"
@@ -72,8 +72,8 @@ for harness in "${harnesses[@]}"; do
         options+=(-runs=0)
     else
         # Leaks are checked once, when the run ends (LeakSanitizer's exit check, which fails the run), not after
-        # every input: TOMLKit leaks by design on every parse (lsan.supp), so a per-input check would scan the
-        # heap after each one and spend 80% of the time there (config: 81 executions/s with it, 7 249 without).
+        # every input: when TOMLKit (gone now) leaked on every parse, a per-input check scanned the
+        # heap after each one and spent 80% of the time there (config: 81 executions/s with it, 7 249 without).
         # The replay (make test) keeps the per-input check, which names the input. FUZZ_DETECT_LEAKS=1 restores it.
         options+=(-detect_leaks="${FUZZ_DETECT_LEAKS:-0}")
         # Nor does AddressSanitizer record where each block was allocated: unwinding the stack at every malloc
@@ -84,7 +84,7 @@ for harness in "${harnesses[@]}"; do
         [ -n "$runs" ] && options+=(-runs="$runs")
         [ -n "$seed" ] && options+=(-seed="$seed")
         # Fork mode: the fuzzing runs in child processes that libFuzzer replaces every few seconds to minutes,
-        # merging what each found. Long runs need it: TOMLKit leaks a few hundred bytes per parse (lsan.supp), so
+        # merging what each found. Long runs needed it while TOMLKit leaked a few hundred bytes per parse, when
         # one process fuzzing the configuration or the state file for millions of inputs would pass the RSS
         # limit on leaked memory alone (fuzz-state: 1.5 GB after 1.5 M). A child that crashes stops the run.
         [ "$jobs" -gt 0 ] && options+=(-fork="$jobs")

@@ -2,7 +2,7 @@ import FuzzSupport
 import HushCore
 import HushDaemon
 
-// hushd's configuration (TOML, through TOMLKit) as HushdConfiguration.load reads it after the file: UTF-8 text,
+// hushd's configuration (TOML, through toml++ and CTOMLShim) as HushdConfiguration.load reads it after the file: UTF-8 text,
 // at most 1 MiB. Run with the hush checkout as the working directory, so `board = "virtual"` and
 // `include = "board/profiles/pi4-dac-hat.toml"` find the real profiles and the merge is fuzzed too.
 //
