@@ -96,8 +96,8 @@ public final class MixerEngine: @unchecked Sendable {
     ///
     /// - Important: real-time safe. It is not annotated `@_noAllocation` itself because the compiler cannot see
     ///   through the generic ring in debug builds or prove the engine's lifetime in release builds; its leaves
-    ///   (`SampleConversion`, `Ramp`, `Voice`) carry the annotations, and the malloc-counting benchmark
-    ///   (`make bench`) proves the whole path allocates nothing.
+    ///   (`SampleConversion`, `Ramp`, `Voice`) carry the annotations, and `RenderAllocationTests` (in `swift test`,
+    ///   any build configuration) and `make bench` (release) count the mallocs of the whole path: none.
     public func render(frames: Int, into output: UnsafeMutableRawPointer, sampleFormat: SampleFormat) {
         let frames = min(frames, format.maxFrames)
         let channels = format.channels
