@@ -1,3 +1,5 @@
+// FoundationEssentials, not Foundation: its JSONEncoder and JSONDecoder without Foundation's ICU data.
+import FoundationEssentials
 import HushCore
 
 /// The control socket's limits: what one client may send, hold and leave unread.
@@ -34,7 +36,10 @@ public enum ServerMessage: Hashable, Sendable {
 
 /// Encodes and decodes the protocol's lines: one JSON object per line, ended by "\n".
 ///
-/// Encoding is deterministic (keys sorted), so the same message always gives the same bytes.
+/// Encoding is deterministic (keys sorted), so the same message always gives the same bytes. Requests are read by
+/// hush's own strict `JSONReader`, which names the column of a mistake and runs for every line a client sends;
+/// everything else goes through FoundationEssentials' `JSONEncoder` and `JSONDecoder`. hush had its own writer and
+/// decoder for those too, 1.2–1.8× faster on lines no one waits for (docs/performance.md): not worth 720 lines.
 public struct ControlCodec: Sendable {
     /// The protocol's version, reported by `hello`. Raised when a change would break existing clients.
     public static let protocolVersion = 1
@@ -62,10 +67,22 @@ public struct ControlCodec: Sendable {
     private static func line(_ value: some Encodable) -> [UInt8] {
         // The message types hold only strings, whole numbers, rounded finite Doubles, booleans and arrays of them:
         // encoding cannot fail.
-        var bytes = try! JSONWriter.bytes(value)
+        var bytes = [UInt8](try! json(value))
         bytes.append(0x0A)
         return bytes
     }
+
+    /// `value` as the protocol writes JSON, without a newline: keys sorted, no whitespace, "/" not escaped, whole
+    /// numbers without a fraction ("3", also for the Double 3.0).
+    static func json(_ value: some Encodable) throws -> Data { try encoder.encode(value) }
+
+    /// Shared: JSONEncoder and JSONDecoder are Sendable, and their options are set once, here.
+    private static let encoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
 
     // MARK: Decoding
 
@@ -96,13 +113,14 @@ public struct ControlCodec: Sendable {
         guard case .object(let members) = value else {
             throw ControlError(.notAnObject, "hushd sent \(value.typeName), not an object: \(value.preview)")
         }
-        // The messages' own types are read by their Decodable conformances from the value already read; a missing
-        // or mistyped field is named with its path.
+        // The line is read twice: by JSONReader, as strictly as hushd reads requests and naming the column of a
+        // mistake, then by JSONDecoder through the messages' Decodable conformances, which names a missing or
+        // mistyped field by its path. hushctl reads a few lines a second; the second pass costs microseconds.
         let kind = members["event"] != nil ? "an event" : "a reply"
         do {
-            if members["event"] != nil { return .event(try JSONValueDecoder.decode(ControlEvent.self, from: value)) }
+            if members["event"] != nil { return .event(try Self.decoder.decode(ControlEvent.self, from: Data(line))) }
             if members[ControlReply.marker] != nil {
-                return .reply(try JSONValueDecoder.decode(ControlReply.self, from: value))
+                return .reply(try Self.decoder.decode(ControlReply.self, from: Data(line)))
             }
         } catch {
             // Valid JSON, but not a message this hushctl knows: most likely hushd and hushctl come from different
@@ -126,10 +144,17 @@ public struct ControlCodec: Sendable {
 
     /// Why a message did not decode: the field, by its path, and what was wrong with it.
     private static func detail(_ error: any Error) -> String {
-        func field(_ path: [any CodingKey]) -> String { path.map(\.stringValue).joined(separator: ".") }
+        // "events.1", not JSONDecoder's "events.Index 1".
+        func field(_ path: [any CodingKey]) -> String {
+            path.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+        }
         switch error as? DecodingError {
         case .keyNotFound(let key, let context)?:
             return "field '\(field(context.codingPath + [key]))' is missing"
+        case .dataCorrupted(let context)? where context.codingPath.isEmpty:
+            // JSONReader has read the line, so it is JSON. JSONDecoder says it is not, without the field, when a
+            // number does not fit its field's type (1.5 or -1 for a session id: swift-foundation issue 274).
+            return "a number does not fit its field"
         case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?, .dataCorrupted(let context)?:
             guard !context.codingPath.isEmpty else { return context.debugDescription }
             return "field '\(field(context.codingPath))': \(context.debugDescription)"
