@@ -45,5 +45,5 @@ echo "== control request lines: hushd's JSON reader against Foundation's JSONDec
 "$bench" requests 20000
 
 echo
-echo "== lines from hushd: hushd's JSON writer and hushctl's decoder against Foundation's JSONEncoder and JSONDecoder =="
+echo "== lines from hushd: written with JSONEncoder, read by hushctl (JSONReader's check, then JSONDecoder) =="
 "$bench" messages 5000

@@ -39,7 +39,8 @@ public enum ServerMessage: Hashable, Sendable {
 /// Encoding is deterministic (keys sorted), so the same message always gives the same bytes. Requests are read by
 /// hush's own strict `JSONReader`, which names the column of a mistake and runs for every line a client sends;
 /// everything else goes through FoundationEssentials' `JSONEncoder` and `JSONDecoder`. hush had its own writer and
-/// decoder for those too, 1.2–1.8× faster on lines no one waits for (docs/performance.md): not worth 720 lines.
+/// decoder for those too, about twice as fast on lines hushd sends a few of a second (docs/performance.md,
+/// 2026-11-25): not worth their 720 lines.
 public struct ControlCodec: Sendable {
     /// The protocol's version, reported by `hello`. Raised when a change would break existing clients.
     public static let protocolVersion = 1
