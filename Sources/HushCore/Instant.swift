@@ -19,10 +19,8 @@ public struct Instant: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public static func - (a: Instant, b: Instant) -> Duration { .nanoseconds(a.nanoseconds - b.nanoseconds) }
 
-    public var description: String {
-        let ms = nanoseconds / 1_000_000
-        return "\(ms / 1000).\(String(repeating: "0", count: 3 - String(ms % 1000).count))\(ms % 1000)s"
-    }
+    /// "1.525s": whole milliseconds (truncated).
+    public var description: String { DecimalText.fixed(Double(nanoseconds / 1_000_000) / 1000, places: 3) + "s" }
 }
 
 extension Duration {

@@ -61,10 +61,7 @@ public struct Gain: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public var description: String {
         if linear <= 0 { return "-inf dB" }
-        let tenths = Int((decibels * 10).rounded())
-        let sign = tenths < 0 ? "-" : "+"
-        let magnitude = abs(tenths)
-        return "\(sign)\(magnitude / 10).\(magnitude % 10) dB"
+        return DecimalText.fixed(decibels, places: 1, sign: true) + " dB"
     }
 }
 

@@ -83,8 +83,7 @@ public final class AudioOutputThread: @unchecked Sendable {
             // Under a tenth of a millisecond (mixing silence, a few voices on a fast CPU) in microseconds, so that
             // the figure still says something.
             guard value >= 0.1 else { return "\(Int((value * 1000).rounded())) µs" }
-            let tenths = Int((value * 10).rounded())
-            return "\(tenths / 10).\(tenths % 10) ms"
+            return DecimalText.fixed(value, places: 1) + " ms"
         }
         let figures =
             "the longest gap between periods was \(ms(gap)), with \(ms(queued)) queued; the longest render "

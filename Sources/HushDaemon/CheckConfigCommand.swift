@@ -277,8 +277,5 @@ extension HushdConfiguration {
         text + String(repeating: " ", count: max(1, width - text.count))
     }
 
-    private static func decibels(_ value: Float) -> String {
-        let tenths = Int((value * 10).rounded())
-        return tenths % 10 == 0 ? "\(tenths / 10) dB" : "\(Double(tenths) / 10) dB"
-    }
+    private static func decibels(_ value: Float) -> String { DecimalText.trimmed(value, places: 1) + " dB" }
 }

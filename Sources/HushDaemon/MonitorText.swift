@@ -8,7 +8,8 @@ public enum MonitorText {
     /// "  12.345  headphones unplugged (reported by alsaControl)" then one line per decision:
     /// "          [R5 headphones-unplugged] pause session 3 — headphones unplugged: …".
     public static func lines(for batch: Daemon.DecisionBatch) -> [String] {
-        let time = String(format: "%9.3f", batch.time)
+        let seconds = DecimalText.fixed(batch.time, places: 3)
+        let time = String(repeating: " ", count: max(0, 9 - seconds.count)) + seconds
         var lines = ["\(time)  \(batch.cause)"]
         for decision in batch.decisions {
             lines.append(

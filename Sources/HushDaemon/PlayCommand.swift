@@ -66,7 +66,7 @@ enum PlayCommand {
             )
             let counters = try renderer.play(on: playback, priority: priority, logger: logger)
             print(
-                "played \(String(format: "%.3f", Double(scenario.end.nanoseconds) / 1e9)) s: "
+                "played \(DecimalText.fixed(Double(scenario.end.nanoseconds) / 1e9, places: 3)) s: "
                     + "\(counters.periods.load(ordering: .relaxed)) periods, "
                     + "\(counters.underruns.load(ordering: .relaxed)) underruns, "
                     + "\(counters.deviceLosses.load(ordering: .relaxed)) device losses, "

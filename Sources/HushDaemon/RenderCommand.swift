@@ -83,7 +83,7 @@ enum RenderCommand {
             let seconds = Double(scenario.end.nanoseconds) / 1e9
             let written = [out, options["--plot"]].compactMap { $0 }.joined(separator: " and ")
             print(
-                "rendered \(String(format: "%.3f", seconds)) s at \(output.sampleRate) Hz, \(output.channels) ch, "
+                "rendered \(DecimalText.fixed(seconds, places: 3)) s at \(output.sampleRate) Hz, \(output.channels) ch, "
                     + "\(output.periodFrames)-frame periods to \(written) (\(renderer.decisions.count) decisions)"
             )
             return 0
@@ -137,7 +137,7 @@ extension RenderCommand {
             var samples = 0
             try renderer.soak(every: .nanoseconds(Int64((seconds * 1e9).rounded()))) { time, sessions in
                 let footprint = ProcessFootprint.current()
-                let at = String(format: "%.3f", Double(time.nanoseconds) / 1e9)
+                let at = DecimalText.fixed(Double(time.nanoseconds) / 1e9, places: 3)
                 FileHandleOutput.standardError(
                     "soak: t=\(at) s sessions=\(sessions) rss=\(footprint.residentKiB) KiB "
                         + "heap=\(footprint.heapBytes) B fds=\(footprint.descriptors)"
@@ -145,7 +145,7 @@ extension RenderCommand {
                 samples += 1
             }
             print(
-                "soaked \(String(format: "%.3f", Double(scenario.end.nanoseconds) / 1e9)) s of scenario time at "
+                "soaked \(DecimalText.fixed(Double(scenario.end.nanoseconds) / 1e9, places: 3)) s of scenario time at "
                     + "\(output.sampleRate) Hz, \(output.channels) ch, \(output.periodFrames)-frame periods: "
                     + "\(scenario.steps.count) lines, \(samples) samples"
             )

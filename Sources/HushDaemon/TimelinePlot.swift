@@ -578,19 +578,8 @@ public enum TimelinePlot {
         return steps.first { duration / $0 <= 12 } ?? 7200
     }
 
-    /// `value` with at most `places` decimals, trailing zeros dropped; the same text on every machine and locale.
-    static func n(_ value: Double, places: Int = 1) -> String {
-        var scale = 1.0
-        for _ in 0..<places { scale *= 10 }
-        let scaled = Int64((value * scale).rounded())
-        let sign = scaled < 0 ? "-" : ""
-        let magnitude = scaled.magnitude
-        let whole = magnitude / UInt64(scale)
-        var fraction = String(magnitude % UInt64(scale))
-        fraction = String(repeating: "0", count: places - fraction.count) + fraction
-        while fraction.hasSuffix("0") { fraction.removeLast() }
-        return sign + String(whole) + (fraction.isEmpty ? "" : "." + fraction)
-    }
+    /// `value` with at most `places` decimals, trailing zeros dropped: short, for the SVG's many coordinates.
+    static func n(_ value: Double, places: Int = 1) -> String { DecimalText.trimmed(value, places: places) }
 }
 
 /// Builds SVG text with escaped attributes and contents, two spaces per nesting level.

@@ -24,14 +24,14 @@ public enum ControlText {
             "secondary audio  " + (status.secondaryAudioShouldBeSilenced ? "should be silenced" : "may play"),
             "output           \(output.pcm) " + (output.open ? "(open)" : "(LOST, retrying)"),
             "                 \(output.sampleRate) Hz, \(output.channels) ch, \(output.periods) x "
-                + "\(output.periodFrames) frames (\(decimal(output.latencyMilliseconds)) ms), "
+                + "\(output.periodFrames) frames (\(DecimalText.trimmed(output.latencyMilliseconds, places: 2)) ms), "
                 + "\(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), "
                 + "\(output.losses) loss\(output.losses == 1 ? "" : "es")",
         ]
         if let pending = output.pending {
             lines.append(
                 "waiting for      \(pending.pcm) (\(pending.route)): \(pending.attempts) "
-                    + "tr\(pending.attempts == 1 ? "y" : "ies") in \(decimal(pending.seconds)) s"
+                    + "tr\(pending.attempts == 1 ? "y" : "ies") in \(DecimalText.trimmed(pending.seconds, places: 2)) s"
             )
             lines.append("                 \(pending.error)")
         }
@@ -99,8 +99,9 @@ public enum ControlText {
         case .sessionFinished(let id):
             "session \(id.rawValue) finished"
         case .decision(let report):
-            (report.time.map { "at \(fixed3($0)) s: " } ?? "") + "[\(report.rule) \(report.title)] \(report.command) — "
-                + report.reason + (report.cause.map { " (after: \($0))" } ?? "")
+            (report.time.map { "at \(DecimalText.fixed($0, places: 3)) s: " } ?? "")
+                + "[\(report.rule) \(report.title)] \(report.command) — " + report.reason
+                + (report.cause.map { " (after: \($0))" } ?? "")
         }
     }
 
@@ -124,7 +125,8 @@ public enum ControlText {
     // MARK: Pieces
 
     static func volume(_ step: Int, _ decibels: Double?) -> String {
-        "\(step)/\(VolumeStep.count) (" + (decibels.map { "\(signed($0)) dB" } ?? "silent") + ")"
+        let level = decibels.map { DecimalText.fixed($0, places: 1, sign: true) + " dB" } ?? "silent"
+        return "\(step)/\(VolumeStep.count) (\(level))"
     }
 
     /// "3 s", "12 min 5 s", "1 h 2 min", "3 d 4 h".
@@ -136,31 +138,6 @@ public enum ControlText {
         case ..<86_400: return "\(total / 3600) h \(total % 3600 / 60) min"
         default: return "\(total / 86_400) d \(total % 86_400 / 3600) h"
         }
-    }
-
-    /// "-24.0", "+0.0".
-    static func signed(_ value: Double) -> String {
-        let tenths = Int((value * 10).rounded())
-        return (tenths < 0 ? "-" : "+") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
-    }
-
-    /// "4", "4.5", "1.33" (up to two decimals, no trailing zeros).
-    static func decimal(_ value: Double) -> String {
-        let hundredths = Int((value * 100).rounded())
-        var text = "\(hundredths / 100)"
-        let fraction = abs(hundredths % 100)
-        if fraction != 0 {
-            text += fraction % 10 == 0 ? ".\(fraction / 10)" : (fraction < 10 ? ".0" : ".") + "\(fraction)"
-        }
-        return text
-    }
-
-    /// "12.345".
-    static func fixed3(_ value: Double) -> String {
-        let thousandths = Int((value * 1000).rounded())
-        let fraction = abs(thousandths % 1000)
-        let padded = fraction < 10 ? "00\(fraction)" : fraction < 100 ? "0\(fraction)" : "\(fraction)"
-        return (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000).\(padded)"
     }
 
     static func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
