@@ -150,8 +150,10 @@ public final class Daemon {
             outputDescription = configuration.pcm
         } catch {
             if let fallback = setup.fallbackWAV {
-                logger.warning("\(error.description); sound goes to the WAV file \(fallback) instead")
-                device = try WAVFileOutput(path: fallback, configuration: configuration)
+                let file = try WAVFileOutput(path: fallback, configuration: configuration)
+                let hint = file.listeningHint.map { ": \($0)" } ?? ""
+                logger.warning("\(error.description); sound goes to the WAV file \(fallback) instead\(hint)")
+                device = file
                 outputDescription = "file:" + fallback
             } else {
                 logger.error(

@@ -518,14 +518,14 @@ extension HushdConfiguration {
     /// What hushd runs on with no configuration file: no hardware needed.
     ///
     /// Keys on hushd's terminal stand in for the switch, buttons, jack and media keys; sound goes to ALSA
-    /// `default`, or to `hushd-output.wav` in the current directory when that does not open. The socket goes to
-    /// /run/hush when it is writable, else $XDG_RUNTIME_DIR, else /tmp; the state file to ~/.local/state/hush,
-    /// else /tmp. This is what `make run` starts.
+    /// `default`, or, when that does not open, to `hushd-output.wav` beside the state file (never the current
+    /// directory: `make run` starts in the checkout). The socket goes to /run/hush when it is writable, else
+    /// $XDG_RUNTIME_DIR, else /tmp; the state file to ~/.local/state/hush, else /tmp. This is what `make run`
+    /// starts.
     public static var builtIn: HushdConfiguration {
         var configuration = HushdConfiguration()
         configuration.board.name = "built-in"
         configuration.board.description = "no hardware: terminal keys for the controls, ALSA default or a WAV file"
-        configuration.output.fallbackWAV = "hushd-output.wav"
         configuration.routes = [.speaker: RouteSettings(pcm: "default"), .headphones: RouteSettings(pcm: "default")]
         for name in InputName.allCases where name != .headphoneSwitch && name != .headphoneSense {
             configuration.inputs[name] = .terminal
@@ -534,6 +534,7 @@ extension HushdConfiguration {
         configuration.control.socket = builtInSocket(environment)
         configuration.control.group = nil
         configuration.state.file = builtInStateFile(environment)
+        configuration.output.fallbackWAV = builtInOutputFile(environment)
         configuration.alsaControls.enabled = false
         return configuration
     }
@@ -572,5 +573,13 @@ extension HushdConfiguration {
     static func builtInStateFile(_ environment: Environment) -> String {
         if let home = environment.home, environment.isWritable(home) { return home + "/.local/state/hush/state" }
         return "/tmp/hush-\(environment.uid)-state"
+    }
+
+    /// The WAV fallback's file, beside the state file: the person's own, kept across runs, and out of the checkout.
+    static func builtInOutputFile(_ environment: Environment) -> String {
+        if let home = environment.home, environment.isWritable(home) {
+            return home + "/.local/state/hush/hushd-output.wav"
+        }
+        return "/tmp/hush-\(environment.uid)-output.wav"
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HushAudioFile
 import HushProtocol
 import Testing
 
@@ -143,6 +144,26 @@ final class MakeRunTests {
         kill(play, SIGINT)
         #expect(exitStatus(of: play) == 0, "hushctl play after ^C: \(output("play", "err"))")
         #expect(output("play").hasSuffix("session 1: stopped, deactivated\n"), "\(output("play"))")
+    }
+
+    @Test("make run's sound file is the person's (beside the state file), never the checkout's; hushd says where")
+    func soundFileOutsideCheckout() throws {
+        #expect(try runHushctl(["status"], name: "status") == 0)
+        let checkout = scratch.path + "/checkout"
+        // The sound file is the fallback for a machine where ALSA's default does not open (a build machine).
+        if output("status").contains("output           file:") {
+            let path = environment["HOME"]! + "/.local/state/hush/hushd-output.wav"
+            // The status line is cut to 80 columns; the JSON has the whole name.
+            #expect(try runHushctl(["--json", "status"], name: "json") == 0)
+            let json = output("json").replacingOccurrences(of: "\\/", with: "/")
+            #expect(json.contains("\"file:\(path)\""), "\(json)")
+            #expect(hushd.log.contains("sound goes to the WAV file \(path) instead: it holds the latest 30 to 60 s"))
+            #expect(hushd.log.contains("'aplay \(path)'"), "hushd says how to listen: \(hushd.log)")
+            usleep(1_200_000)  // the header counts what was written at least every second
+            let (samples, channels, rate) = try SoundFile.readPCM16(path)
+            #expect(channels == 2 && rate == 48000 && samples.count >= 48000 * 2, "\(samples.count) samples")
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: checkout).isEmpty, "nothing in the checkout")
     }
 
     @Test("with no hushd anywhere, hushctl names every path it tried")
