@@ -6,8 +6,11 @@ SWIFT ?= swift
 APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev \
     libtomlplusplus-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+# What the virtual board, the soaks and the faults run: release builds, as on a board (a debug HushMixer renders a
+# period about 200 times slower, and the emulated board would be judged on that; docs/architecture.md).
+RELEASE_BIN = $$($(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all deps build run test lint format clean vboard boards bench deploy-check
+.PHONY: all deps build run test lint architecture format clean vboard boards bench deploy-check
 
 all: build
 
@@ -34,9 +37,10 @@ run: build
 ## and tries 20 000 new inputs from a fixed seed (seconds each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
 ## settle within 64 KiB after warm-up.
-test: deps lint boards deploy-check
+test: deps lint architecture boards deploy-check
 	$(SWIFT) build --build-tests
-	board/virtual/run-all.sh
+	$(SWIFT) build -c release
+	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 	$(SWIFT) test
 	$(MAKE) fuzz-brief
 	$(MAKE) soak-render-quick
@@ -48,20 +52,18 @@ SWEEP_SECONDS ?= 60
 CYCLES ?= 20
 .PHONY: faults
 faults: deps
-	$(SWIFT) build --product hush-vboard-check
-	$(SWIFT) build --product hushd
-	$(SWIFT) build --product hushctl
+	$(SWIFT) build -c release
 	@mkdir -p .build/virtual-board/faults-conf
 	printf 'load_seconds=%s\nsweep_seconds=%s\ncycles=%s\n' $(LOAD_SECONDS) $(SWEEP_SECONDS) $(CYCLES) \
 	  >.build/virtual-board/faults-conf/faults.conf
-	VBOARD_EXTRA_PAYLOAD=.build/virtual-board/faults-conf/faults.conf VBOARD_TIMEOUT=$$(( $(LOAD_SECONDS) \
+	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" \
+	  VBOARD_EXTRA_PAYLOAD=.build/virtual-board/faults-conf/faults.conf VBOARD_TIMEOUT=$$(( $(LOAD_SECONDS) \
 	  + 7 * $(SWEEP_SECONDS) + 4 * $(CYCLES) + 400 )) board/virtual/run-all.sh faults
 
 ## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy).
 vboard: deps
-	$(SWIFT) build --product hush-vboard-check
-	$(SWIFT) build --product hushd
-	board/virtual/run-all.sh
+	$(SWIFT) build -c release
+	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 
 ## test-sanitizers: every Swift test target under AddressSanitizer (with LeakSanitizer), then ThreadSanitizer;
 ## fails on any report, the spawned hushd and hushctl included (sanitizers/run.sh, docs/reliability.md#sanitizers).
@@ -112,38 +114,36 @@ powercut: deps
 	HUSH_POWERCUT_KILLS=$(N) $(SWIFT) test --skip-build --filter PowerCutTests
 
 ## soak: hushd for DURATION (default 30m; 90s, 2h, or seconds) in the virtual board under random events and
-## sessions, and a random scenario of 24 times DURATION (at most 23.9 h) through hushd render on the simulated
+## sessions, and a random scenario of 24 times DURATION (at most 23.9 h) through hush-render on the simulated
 ## clock; RSS growth after warm-up at most 64 KiB, descriptors constant, no underrun (docs/reliability.md#soak).
 ## soak-quick: 3 simulated hours and 90 s in the VM; make test runs it.
 .PHONY: soak soak-quick soak-render-quick
 soak-render-quick: deps
-	$(SWIFT) build --product hushd
-	soak/render-soak.sh 10800
+	$(SWIFT) build -c release --product hush-render
+	HUSH_RENDER="$(RELEASE_BIN)/hush-render" soak/render-soak.sh 10800
 
 soak: DURATION ?= 30m
 soak: deps
-	$(SWIFT) build --product hushd
-	$(SWIFT) build --product hushctl
-	$(SWIFT) build --product hush-vboard-check
+	$(SWIFT) build -c release
 	@seconds=$$(echo "$(DURATION)" | awk '/^[0-9]+[smh]?$$/ { n = $$0 + 0; u = substr($$0, length($$0)); \
 	  print (u == "m" ? n * 60 : u == "h" ? n * 3600 : n) }'); \
 	[ -n "$$seconds" ] && [ "$$seconds" -ge 40 ] || { echo "make soak: DURATION=$(DURATION): say 90s, 30m, 2h (40 s or more)"; exit 64; }; \
 	simulated=$$((seconds * 24 < 86000 ? seconds * 24 : 86000)); \
-	soak/render-soak.sh $$simulated && soak/vboard-soak.sh $$seconds
+	HUSH_RENDER="$(RELEASE_BIN)/hush-render" soak/render-soak.sh $$simulated && \
+	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" soak/vboard-soak.sh $$seconds
 
 soak-quick: deps
-	$(SWIFT) build --product hushd
-	$(SWIFT) build --product hushctl
-	$(SWIFT) build --product hush-vboard-check
-	soak/render-soak.sh 10800 && soak/vboard-soak.sh 90
+	$(SWIFT) build -c release
+	HUSH_RENDER="$(RELEASE_BIN)/hush-render" soak/render-soak.sh 10800 && \
+	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" soak/vboard-soak.sh 90
 
-## plots: the timeline pictures docs/images/timeline-*.svg, drawn by hushd render --plot from docs/scenarios.
+## plots: the timeline pictures docs/images/timeline-*.svg, drawn by hush-render --plot from docs/scenarios.
 PLOTS := silence-switch unplug ringtone ducking silence-and-unplug
 .PHONY: plots
 plots: deps
-	$(SWIFT) build --product hushd
+	$(SWIFT) build --product hush-render
 	@bin="$$($(SWIFT) build --show-bin-path)"; for s in $(PLOTS); do \
-	  "$$bin/hushd" render --scenario docs/scenarios/$$s.txt --plot docs/images/timeline-$$s.svg || exit 1; \
+	  "$$bin/hush-render" --scenario docs/scenarios/$$s.txt --plot docs/images/timeline-$$s.svg || exit 1; \
 	done
 
 ## boards: compile every device-tree overlay with dtc; check every board profile with hushd check-config.
@@ -159,6 +159,10 @@ deploy-check:
 
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
+
+## architecture: docs/architecture.md names every target of Package.swift and draws every dependency downward.
+architecture:
+	.ci/check-architecture.py .
 
 format:
 	$(SWIFT) format -i -r Package.swift Sources Tests

@@ -15,12 +15,15 @@ let package = Package(
     products: [
         .executable(name: "hushd", targets: ["hushd"]),
         .executable(name: "hushctl", targets: ["hushctl"]),
+        .executable(name: "hush-render", targets: ["hush-render"]),
         .library(name: "HushCore", targets: ["HushCore"]),
         .library(name: "HushPolicy", targets: ["HushPolicy"]),
         .library(name: "HushTesting", targets: ["HushTesting"]),
         .library(name: "HushMixer", targets: ["HushMixer"]),
         .library(name: "HushAudioFile", targets: ["HushAudioFile"]),
-        .library(name: "HushDaemon", targets: ["HushDaemon"]),
+        // For the fuzz harnesses and benchmarks (Fuzz/, Benchmarks/: packages of their own).
+        .library(name: "HushConfiguration", targets: ["HushConfiguration"]),
+        .library(name: "HushRender", targets: ["HushRender"]),
         .library(name: "HushProtocol", targets: ["HushProtocol"]),
     ],
     dependencies: [
@@ -45,7 +48,9 @@ let package = Package(
         .target(name: "HushPolicy", dependencies: ["HushCore"]),
         .target(
             name: "HushTesting",
-            dependencies: ["HushCore", "HushPolicy", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CLinux", "HushCore", "HushPolicy", "HushSystem", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The control socket's messages, codec and human-readable text: shared by hushd and hushctl.
         .target(name: "HushProtocol", dependencies: ["HushCore"]),
@@ -70,20 +75,69 @@ let package = Package(
         // whose product carries them as a versioned dependency). It used to be -O even in debug builds; what that
         // was for holds without it: RenderAllocationTests and AudioOutputThreadTests count 0 allocations per period
         // in a debug build, and the @_noAllocation checks run at -Onone. The cost is speed in debug builds only:
-        // a 64-frame period of three voices renders in 57 µs instead of 0.3 µs, `hushd render` runs 40× slower
+        // a 64-frame period of three voices renders in 57 µs instead of 0.3 µs, `hush-render` runs 40× slower
         // (600 s of the soak scenario in 20 s instead of 0.5 s), HushMixerTests take 1.0 s instead of 0.6 s.
         // Release builds (deploy/install.sh, make bench) are unchanged (docs/architecture.md, "Build settings").
         .target(name: "HushMixer", dependencies: ["HushCore"]),
+
+        // MARK: The daemon's concerns, one target each (docs/architecture.md).
+        // System calls hushd makes beyond the adapters: threads, clocks, terminals, Unix sockets, signals, systemd.
+        .target(
+            name: "HushSystem",
+            dependencies: ["CLinux", "HushCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        // hushd.toml and board profiles into checked domain values; the state file.
+        .target(
+            name: "HushConfiguration",
+            dependencies: [
+                "CTOMLShim", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushProtocol",
+                "HushSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The console: line editing, the serial line, the one command grammar, the policy console.
+        .target(
+            name: "HushConsole",
+            dependencies: [
+                "CLinux", "HushCore", "HushPolicy", "HushSystem", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Sound out: the real-time audio thread, PCM outputs and the WAV fallback, sounds fed to the mixer.
+        .target(
+            name: "HushOutput",
+            dependencies: [
+                "HushCore", "HushPolicy", "HushALSA", "HushAudioFile", "HushMixer", "HushSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The control socket's server: clients, framing, limits, peer credentials.
+        .target(
+            name: "HushControlServer",
+            dependencies: ["HushCore", "HushProtocol", "HushSystem", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Scenarios: the offline renderer, live scenario playback, the timeline picture.
+        .target(
+            name: "HushRender",
+            dependencies: [
+                "HushCore", "HushPolicy", "HushALSA", "HushAudioFile", "HushMixer", "HushOutput", "HushConsole",
+                "HushConfiguration", "HushSystem", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
 
         // MARK: Wiring and executables.
         .target(
             name: "HushDaemon",
             dependencies: [
-                "CLinux", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
-                "HushProtocol", "CTOMLShim", .product(name: "Logging", package: "swift-log"),
+                "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
+                "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput", "HushControlServer",
+                "HushRender", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
+        // The offline tools (render, the timeline picture, the soak's footprint): not on the board's hushd.
+        .executableTarget(name: "hush-render", dependencies: ["HushRender"]),
         // A thin client: the protocol and argument parsing, never the daemon.
         .executableTarget(
             name: "hushctl",
@@ -126,7 +180,8 @@ let package = Package(
             name: "HushDaemonTests",
             dependencies: [
                 "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
-                "HushAudioFile", "HushProtocol", "hushd", "hushctl", "CAllocationCounter",
+                "HushAudioFile", "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput",
+                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter",
             ],
             resources: [.copy("Fixtures")]
         ),

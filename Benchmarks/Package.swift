@@ -31,7 +31,7 @@ let package = Package(
                 .product(name: "HushCore", package: hush),
                 .product(name: "HushMixer", package: hush),
                 .product(name: "HushAudioFile", package: hush),
-                .product(name: "HushDaemon", package: hush),
+                .product(name: "HushRender", package: hush),
                 .product(name: "HushProtocol", package: hush),
             ]
         ),

@@ -36,7 +36,7 @@ b=$(allocs 4000)
 echo "2000 periods: $a allocations; 4000 periods: $b allocations; per period: $(( (b - a) / 2000 ))"
 
 echo
-echo "== offline mix against sox, and hushd render throughput =="
+echo "== offline mix against sox, and hush-render throughput =="
 "$bench" compare "$(mktemp -d)"
 "$bench" render 60
 

@@ -10,9 +10,9 @@ let hush = String(Context.packageDirectory.split(separator: "/").dropLast().last
 // One executable per parser of outside input. Each exports LLVMFuzzerTestOneInput; libFuzzer supplies main.
 let harnesses: [(name: String, products: [String])] = [
     ("fuzz-control", ["HushProtocol"]),
-    ("fuzz-scenario", ["HushDaemon"]),
-    ("fuzz-config", ["HushDaemon"]),
-    ("fuzz-state", ["HushDaemon", "HushCore"]),
+    ("fuzz-scenario", ["HushRender"]),
+    ("fuzz-config", ["HushConfiguration"]),
+    ("fuzz-state", ["HushConfiguration", "HushCore"]),
     ("fuzz-soundfile", ["HushAudioFile", "HushCore"]),
 ]
 

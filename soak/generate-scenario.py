@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a long random `hushd render` scenario for the soak (issue 6, docs/reliability.md#soak).
+"""Writes a long random `hush-render` scenario for the soak (issue 6, docs/reliability.md#soak).
 
     soak/generate-scenario.py SEED SECONDS > soak.txt
 

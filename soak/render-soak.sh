@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The simulated-clock soak (issue 6, docs/reliability.md#soak): a random scenario of SECONDS of scenario time
-# through the real policy and mixer (`hushd render --soak`), with hushd's resident memory, malloc heap and open
+# through the real policy and mixer (`hush-render --soak`), with the renderer's resident memory, malloc heap and open
 # descriptors sampled as it runs. Passes when, after the warm-up (the first tenth), resident memory grows at most
 # 64 KiB, the heap at most 64 KiB, and the descriptors never change.
 #
-#   soak/render-soak.sh SECONDS [SEED]      (SEED default 1; HUSHD=PATH, default .build/debug/hushd)
+#   soak/render-soak.sh SECONDS [SEED]      (SEED default 1; HUSH_RENDER=PATH, default .build/debug/hush-render)
 #
 # Prints every sample, then one line of figures and PASS or FAIL; exit status 0 only on PASS.
 set -euo pipefail
@@ -12,9 +12,9 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:?usage: soak/render-soak.sh SECONDS [SEED]}"
 seed="${2:-1}"
-hushd="${HUSHD:-$root/.build/debug/hushd}"
+render="${HUSH_RENDER:-$root/.build/debug/hush-render}"
 limit_kib=64
-[ -x "$hushd" ] || { echo "render-soak.sh: $hushd is not built (swift build --product hushd)" >&2; exit 2; }
+[ -x "$render" ] || { echo "render-soak.sh: $render is not built (swift build --product hush-render)" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hush-render-soak.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -23,9 +23,9 @@ counts=$(tail -1 "$work/soak.txt" | sed 's/^# //')
 # About a hundred samples, whatever the length.
 interval=$(awk -v s="$seconds" 'BEGIN { i = s / 100; if (i < 1) i = 1; print i }')
 start=$(date +%s.%N)
-"$hushd" render --scenario "$work/soak.txt" --soak "$interval" 2>"$work/samples" >"$work/summary" || {
+"$render" --scenario "$work/soak.txt" --soak "$interval" 2>"$work/samples" >"$work/summary" || {
     cat "$work/samples" "$work/summary"
-    echo "render soak: FAIL: hushd render --soak failed"
+    echo "render soak: FAIL: hush-render --soak failed"
     exit 1
 }
 elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')

@@ -6,7 +6,8 @@
 #
 #   soak/vboard-soak.sh SECONDS [SEED]      (SEED default 1; at least 40 s)
 #
-# Uses hushd, hushctl and hush-vboard-check from .build/debug (build them first) and a payload of its own,
+# Uses hushd, hushctl and hush-vboard-check from beside HUSH_VBOARD_CHECK (default .build/debug; make soak gives the
+# release build) and a payload of its own,
 # .build/virtual-board/payload-soak-SECONDS/, so that it never disturbs run-all.sh's, nor a soak of another length
 # running at the same time. The guest's log is .build/virtual-board/logs/soak-SECONDSs.log.
 set -euo pipefail
@@ -22,10 +23,11 @@ mkdir -p "$payload"
 scenario="$root/.build/virtual-board/soak-scenarios/soak-${seconds}s.sh"
 mkdir -p "$(dirname "$scenario")"
 cp "$root/board/virtual/soak/soak.sh" "$scenario"
+bin="$(dirname "${HUSH_VBOARD_CHECK:-$root/.build/debug/hush-vboard-check}")"
 for program in hush-vboard-check hushd hushctl; do
-    [ -x "$root/.build/debug/$program" ] ||
-        { echo "vboard-soak.sh: .build/debug/$program is not built (swift build --product $program)" >&2; exit 2; }
-    cp "$root/.build/debug/$program" "$payload/"
+    [ -x "$bin/$program" ] ||
+        { echo "vboard-soak.sh: $bin/$program is not built (swift build --product $program)" >&2; exit 2; }
+    cp "$bin/$program" "$payload/"
 done
 # The period: the virtual profile's own (512 x 3, 32 ms; SOAK_PERIOD=profile, the default), or
 # SOAK_PERIOD=FRAMESxCOUNT, as 1024x4 (85 ms) on a busy host: under TCG a vCPU starved by the host's other work

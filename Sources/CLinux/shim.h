@@ -17,7 +17,7 @@ extern int grantpt(int fd);
 extern int unlockpt(int fd);
 extern int ptsname_r(int fd, char *buf, size_t buflen);
 
-/// The bytes malloc has handed out and not had back (arena and mmapped chunks): what `hushd render --soak` watches
+/// The bytes malloc has handed out and not had back (arena and mmapped chunks): what `hush-render --soak` watches
 /// for growth, finer than the resident size, which moves in pages. Glibc's malloc.h is not in Swift's Glibc module.
 static inline size_t clinux_malloc_bytes_in_use(void) {
     struct mallinfo2 info = mallinfo2();

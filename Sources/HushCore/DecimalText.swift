@@ -1,7 +1,7 @@
 /// Numbers as people read them in hush's output, the one formatter for them: the same text on every machine and in
 /// every locale (no printf, no Foundation), rounded half away from zero, and no "-" on a value that rounds to 0.
 ///
-/// hushctl's status, the console, the log, `hushd render`'s summary and timeline all use it.
+/// hushctl's status, the console, the log, `hush-render`'s summary and timeline all use it.
 public enum DecimalText {
     /// `value` with exactly `places` decimals: "12.346", "0.500", "3"; with `sign`, "+" before a value that is
     /// not negative ("+0.0", "-24.0").

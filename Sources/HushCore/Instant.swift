@@ -1,6 +1,6 @@
 /// A point on hush's monotonic timeline, in nanoseconds since an arbitrary origin.
 ///
-/// The policy never reads a clock: the daemon (or a test, or `hushd render`) tells it the time with every event.
+/// The policy never reads a clock: the daemon (or a test, or `hush-render`) tells it the time with every event.
 public struct Instant: Hashable, Sendable, Comparable, CustomStringConvertible {
     public var nanoseconds: Int64
 

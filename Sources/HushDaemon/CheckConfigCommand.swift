@@ -1,4 +1,10 @@
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
+import HushOutput
+import HushRender
+import HushSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -6,15 +12,6 @@ import Glibc
 
 /// `hushd check-config`: checks a configuration without starting hushd.
 enum CheckConfigCommand {
-    static let usage = """
-        usage: hushd check-config [--config PATH | --board NAME]
-
-        Checks hushd's configuration without starting it: the file given with --config, the board profile given
-        with --board (a name in board/profiles, /usr/share/hush/boards or /etc/hush/boards, or a path), or else
-        /etc/hush/hushd.toml. Prints what hushd would use and exits 0, or prints every problem, each with its file
-        and line, and exits 1. Every key is described in docs/configuration.md.
-        """
-
     /// What the command prints and its exit status, separate from printing so tests can compare it.
     struct Outcome: Equatable {
         var status: Int32
@@ -22,34 +19,29 @@ enum CheckConfigCommand {
         var errors: String
     }
 
-    static func run(_ arguments: [String]) -> Int32 {
-        let outcome = check(arguments)
-        if !outcome.output.isEmpty { print(outcome.output) }
-        if !outcome.errors.isEmpty { FileHandleOutput.standardError(outcome.errors) }
-        return outcome.status
-    }
-
-    /// Checks the configuration `arguments` name; `defaultExists` says whether /etc/hush/hushd.toml is there.
+    /// Checks the configuration `arguments` name (what follows `hushd check-config`), as the command line would.
     static func check(
         _ arguments: [String],
         defaultExists: (String) -> Bool = { access($0, F_OK) == 0 }
     ) -> Outcome {
-        var config: String?
-        var board: String?
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--help" || argument == "-h" { return Outcome(status: 0, output: usage, errors: "") }
-            guard argument == "--config" || argument == "--board", index + 1 < arguments.count else {
-                return Outcome(
-                    status: 64,
-                    output: "",
-                    errors: "hushd check-config: unknown or incomplete argument '\(argument)'\n\(usage)"
-                )
-            }
-            if argument == "--config" { config = arguments[index + 1] } else { board = arguments[index + 1] }
-            index += 2
+        do {
+            let command = try CheckConfigCommandLine.parse(arguments)
+            return check(config: command.config, board: command.board, defaultExists: defaultExists)
+        } catch {
+            let status = CheckConfigCommandLine.exitCode(for: error).rawValue
+            let message = CheckConfigCommandLine.fullMessage(for: error)
+            return status == 0
+                ? Outcome(status: 0, output: message, errors: "") : Outcome(status: status, output: "", errors: message)
         }
+    }
+
+    /// Checks the configuration at `config`, or the board profile `board`, or else /etc/hush/hushd.toml;
+    /// `defaultExists` says whether a file is there.
+    static func check(
+        config: String?,
+        board: String?,
+        defaultExists: (String) -> Bool = { access($0, F_OK) == 0 }
+    ) -> Outcome {
         if config != nil && board != nil {
             return Outcome(status: 64, output: "", errors: "hushd check-config: give --config or --board, not both")
         }

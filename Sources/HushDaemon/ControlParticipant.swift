@@ -1,7 +1,13 @@
 import HushALSA
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
+import HushOutput
 import HushPolicy
 import HushProtocol
+import HushRender
+import HushSystem
 import Logging
 
 #if canImport(Glibc)

@@ -1,7 +1,13 @@
 import HushALSA
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushMixer
+import HushOutput
 import HushPolicy
+import HushRender
+import HushSystem
 import Logging
 
 #if canImport(Glibc)
@@ -418,7 +424,7 @@ public final class Daemon {
             let period = counters.refusedPeriodFrames.load(ordering: .relaxed)
             let granted = output?.granted ?? setup.output
             logger.error(
-                "\(currentPCM) opened but offered \(period)-frame periods (or another rate or channel count) where hushd renders \(granted.periodFrames) frames at \(granted.sampleRate) Hz, \(granted.channels) ch; it stays closed. Set [output] period_frames = \(period), or use a plughw: PCM"
+                "\(currentPCM) opened but offered \(period)-frame periods (or another rate or channel count) where hush-renders \(granted.periodFrames) frames at \(granted.sampleRate) Hz, \(granted.channels) ch; it stays closed. Set [output] period_frames = \(period), or use a plughw: PCM"
             )
         }
         reported = (underruns, losses, reopenings, refusals)

@@ -1,10 +1,16 @@
 import Foundation
 import HushALSA
 import HushAudioFile
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushGPIO
 import HushInput
+import HushOutput
 import HushPolicy
+import HushRender
+import HushSystem
 import Logging
 
 #if canImport(Glibc)
@@ -14,42 +20,11 @@ import Glibc
 /// `hushd` as a daemon: the configuration, the adapters, the policy and mixer, the output, the control socket,
 /// the console, the state file, the ALSA controls and systemd, wired and run until SIGTERM.
 enum DaemonCommand {
-    static let usage = """
-        usage: hushd [--config PATH | --board NAME] [--console DEVICE|stdio|none]
-
-        Runs hush: reads the silence switch, volume buttons and headphone jack, applies the
-        audio policy, mixes and plays, and serves clients on the control socket.
-
-          --config PATH    the configuration (default /etc/hush/hushd.toml; without it, and
-                           without --board, the built-in default board needs no hardware)
-          --board NAME     start from a board profile (board/profiles, /usr/share/hush/boards)
-          --console WHERE  the monitor's terminal: a serial device, stdio (this terminal),
-                           or none; default: [console] device, else stdio on a terminal
-        """
-
-    static func run(_ arguments: [String]) -> Int32 {
-        var options: [String: String] = [:]
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--help" || argument == "-h" {
-                print(usage)
-                return 0
-            }
-            guard ["--config", "--board", "--console"].contains(argument) else {
-                FileHandleOutput.standardError("hushd: unknown option '\(argument)'\n\(usage)")
-                return 64
-            }
-            guard index + 1 < arguments.count else {
-                FileHandleOutput.standardError("hushd: \(argument) needs a value\n\(usage)")
-                return 64
-            }
-            options[argument] = arguments[index + 1]
-            index += 2
-        }
+    /// Runs hushd until SIGTERM; the exit status.
+    static func run(config: String?, board: String?, console: String?) -> Int32 {
         let configuration: HushdConfiguration
         do {
-            configuration = try HushdConfiguration.resolve(config: options["--config"], board: options["--board"])
+            configuration = try HushdConfiguration.resolve(config: config, board: board)
         } catch {
             FileHandleOutput.standardError("hushd: the configuration cannot be used:\n\(error.description)")
             return 1
@@ -64,7 +39,7 @@ enum DaemonCommand {
         LoggingSystem.bootstrap { DaemonLogHandler(label: $0, router: router) }
         ALSALibrary.printsOwnErrors(configuration.log.level <= .debug)
         let logger = Logger(label: "hushd")
-        return DaemonRunner(configuration: configuration, router: router, console: options["--console"], logger: logger)
+        return DaemonRunner(configuration: configuration, router: router, console: console, logger: logger)
             .run()
     }
 }

@@ -1,5 +1,11 @@
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
+import HushOutput
 import HushPolicy
+import HushRender
+import HushSystem
 import Logging
 
 #if canImport(Glibc)

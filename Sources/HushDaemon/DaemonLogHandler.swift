@@ -1,3 +1,9 @@
+import HushConfiguration
+import HushConsole
+import HushControlServer
+import HushOutput
+import HushRender
+import HushSystem
 import Logging
 
 #if canImport(Glibc)

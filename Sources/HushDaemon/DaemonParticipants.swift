@@ -1,6 +1,12 @@
 import HushALSA
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
+import HushOutput
 import HushPolicy
+import HushRender
+import HushSystem
 import Logging
 
 #if canImport(Glibc)

@@ -1,91 +1,42 @@
+import ArgumentParser
 import HushALSA
 import HushAudioFile
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushGPIO
+import HushOutput
 import HushPolicy
+import HushRender
+import HushSystem
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The `hushd` command line.
-public enum HushdCommand {
+/// The `hushd` command line: the daemon (the default), and the board tools that go with it.
+public struct HushdCommand: ParsableCommand {
     public static let version = "0.1.0"
 
-    static let usage = """
-        usage: hushd [--config PATH | --board NAME] [--console DEVICE|stdio|none]
-               hushd check-config [--config PATH | --board NAME]
-               hushd render --scenario FILE --out OUT.wav [--board PROFILE] [--events FILE]
-               hushd play --scenario FILE [--board PROFILE] [--pcm NAME]
-               hushd console [--manual-clock] [--quiet-banner]
-               hushd --version | --help
+    public static let configuration = CommandConfiguration(
+        commandName: "hushd",
+        abstract: "hush: phone-like audio behaviour for a headless Linux board.",
+        discussion: """
+            With no subcommand hushd runs (hushd run): it reads the silence switch, volume buttons and headphone
+            jack, applies the audio policy, mixes and plays, and serves clients on the control socket. With no
+            configuration file it runs on the built-in default board, where this terminal's keys stand in for the
+            controls. The offline renderer is hush-render.
+            """,
+        version: versionText,
+        subcommands: [
+            RunCommandLine.self, CheckConfigCommandLine.self, PolicyConsoleCommandLine.self,
+            PlayCommandLine.self,
+        ],
+        defaultSubcommand: RunCommandLine.self
+    )
 
-        hushd runs hush: inputs, policy, mixer, output, control socket, console
-        (hushd --help-daemon for its options). With no configuration file it runs on
-        the built-in default board: this terminal's keys stand in for the controls.
-
-        hushd console runs the policy alone on this terminal: type events (silence on,
-        plug, activate music playback, ...) and see every decision with its rule and
-        reason. Type help for the commands.
-
-          --manual-clock   time moves only with 'wait MS' (reproducible scripts)
-          --quiet-banner   do not print the banner (for byte-exact script output)
-        """
-
-    /// Runs hushd with `arguments` and exits the process.
-    public static func run(arguments: [String]) -> Never {
-        if arguments.first == "render" { exit(RenderCommand.run(Array(arguments.dropFirst()))) }
-        if arguments.first == "play" { exit(PlayCommand.run(Array(arguments.dropFirst()))) }
-        if arguments.first == "check-config" { exit(CheckConfigCommand.run(Array(arguments.dropFirst()))) }
-        if arguments == ["--help-daemon"] {
-            print(DaemonCommand.usage)
-            exit(0)
-        }
-        let policyConsole =
-            arguments.first == "console" || arguments.contains("--manual-clock")
-            || arguments.contains("--quiet-banner")
-        if !policyConsole && !arguments.contains("--version") && !arguments.contains("--help")
-            && !arguments.contains("-h")
-        {
-            exit(DaemonCommand.run(arguments))
-        }
-        var manualClock = false
-        var banner = true
-        for argument in arguments.drop(while: { $0 == "console" }) {
-            switch argument {
-            case "--manual-clock": manualClock = true
-            case "--quiet-banner": banner = false
-            case "--version":
-                print(versionText)
-                exit(0)
-            case "--help", "-h":
-                print(usage)
-                exit(0)
-            default:
-                FileHandleOutput.standardError("hushd: unknown option '\(argument)'\n\(usage)")
-                exit(64)
-            }
-        }
-        if banner {
-            print("hush \(version): policy console. Type help for commands, quit to leave.")
-            print(libraries)
-        }
-        let console: PolicyConsole
-        let lines = LineReader(descriptor: STDIN_FILENO)
-        if manualClock {
-            let clock = ManualTimeline()
-            console = PolicyConsole(clock: clock, sleep: { clock.advance(to: $0) }, write: { print($0) })
-        } else {
-            let clock = SystemClock()
-            console = PolicyConsole(clock: clock, sleep: { clock.sleep(until: $0) }, write: { print($0) })
-            lines.deadline = { console.nextDeadline.map { $0 - clock.now() } }
-            lines.onTimeout = { console.tick() }
-        }
-        while let line = lines.next() {
-            guard console.perform(line) else { break }
-        }
-        exit(0)
-    }
+    public init() {}
 
     static var versionText: String { "hushd \(version)\n\(libraries)" }
 
@@ -94,64 +45,118 @@ public enum HushdCommand {
     }
 }
 
-/// A clock for `--manual-clock`: it stands still until a `wait` moves it.
-final class ManualTimeline: MonotonicClock, @unchecked Sendable {
-    private var current = Instant.zero
-    func now() -> Instant { current }
-    func advance(to instant: Instant) { current = max(current, instant) }
-}
+/// `hushd run`, the default: hush as a daemon until SIGTERM.
+struct RunCommandLine: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run hush (the default): inputs, policy, mixer, output, control socket, console."
+    )
 
-enum FileHandleOutput {
-    static func standardError(_ text: String) {
-        let line = text.hasSuffix("\n") ? text : text + "\n"
-        _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+    @Option(
+        help: ArgumentHelp(
+            "The configuration (default /etc/hush/hushd.toml; without it and --board, the built-in default board).",
+            valueName: "path"
+        )
+    )
+    var config: String?
+
+    @Option(
+        help: ArgumentHelp("Start from a board profile (board/profiles, /usr/share/hush/boards).", valueName: "name")
+    )
+    var board: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "The console's terminal: a serial device, stdio (this terminal) or none "
+                + "(default: [console] device, else stdio on a terminal).",
+            valueName: "where"
+        )
+    )
+    var console: String?
+
+    func validate() throws {
+        if config != nil && board != nil { throw ValidationError("give --config or --board, not both") }
+    }
+
+    func run() throws {
+        let status = DaemonCommand.run(config: config, board: board, console: console)
+        if status != 0 { throw ExitCode(status) }
     }
 }
 
-/// Reads lines from a descriptor, waking at `deadline` to let timers fire while nothing is typed.
-final class LineReader {
-    private let descriptor: Int32
-    private var buffer: [UInt8] = []
-    private var ended = false
-    /// How long until something is due, or nil to wait for input only.
-    var deadline: () -> Duration? = { nil }
-    var onTimeout: () -> Void = {}
+/// `hushd check-config`.
+struct CheckConfigCommandLine: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check hushd's configuration without starting it.",
+        discussion: """
+            Checks the file given with --config, the board profile given with --board (a name in board/profiles,
+            /usr/share/hush/boards or /etc/hush/boards, or a path), or else /etc/hush/hushd.toml. Prints what hushd
+            would use and exits 0, or prints every problem, each with its file and line, and exits 1. Every key is
+            described in docs/configuration.md.
+            """
+    )
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
+    @Option(help: ArgumentHelp("The configuration file to check.", valueName: "path"))
+    var config: String?
 
-    /// The next line without its newline, or nil at end of input.
-    func next() -> String? {
-        while true {
-            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[..<newline], as: UTF8.self)
-                buffer.removeSubrange(...newline)
-                return line
-            }
-            if ended {
-                guard !buffer.isEmpty else { return nil }
-                defer { buffer.removeAll() }
-                return String(decoding: buffer, as: UTF8.self)
-            }
-            var pfd = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let timeout = deadline().map { Int32(clamping: max(0, ($0.nanoseconds + 999_999) / 1_000_000)) } ?? -1
-            let ready = poll(&pfd, 1, timeout)
-            if ready == 0 {
-                onTimeout()
-                continue
-            }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                ended = true
-                continue
-            }
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 {
-                ended = true
-            } else {
-                buffer.append(contentsOf: chunk[..<count])
-            }
+    @Option(help: ArgumentHelp("The board profile to check.", valueName: "name"))
+    var board: String?
+
+    func run() throws {
+        let outcome = CheckConfigCommand.check(config: config, board: board)
+        if !outcome.output.isEmpty { print(outcome.output) }
+        if !outcome.errors.isEmpty { FileHandleOutput.standardError(outcome.errors) }
+        if outcome.status != 0 { throw ExitCode(outcome.status) }
+    }
+}
+
+/// `hushd console`: the policy alone on this terminal.
+struct PolicyConsoleCommandLine: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "console",
+        abstract: "Run the policy alone on this terminal, with no sound.",
+        discussion: """
+            Type events (silence on, plug, activate music playback, ...) and see every decision with its rule and
+            reason; help lists the commands (docs/console.md).
+            """
+    )
+
+    @Flag(help: "Time moves only with 'wait MS' (reproducible scripts).")
+    var manualClock = false
+
+    @Flag(help: "Do not print the banner (for byte-exact script output).")
+    var quietBanner = false
+
+    func run() throws {
+        if !quietBanner {
+            print("hush \(HushdCommand.version): policy console. Type help for commands, quit to leave.")
+            print(HushdCommand.libraries)
+        }
+        let console: PolicyConsole
+        let lines = LineReader(descriptor: STDIN_FILENO)
+        let version = HushdCommand.versionText
+        if manualClock {
+            let clock = ManualTimeline()
+            console = PolicyConsole(
+                clock: clock,
+                versionText: version,
+                sleep: { clock.advance(to: $0) },
+                write: { print($0) }
+            )
+        } else {
+            let clock = SystemClock()
+            console = PolicyConsole(
+                clock: clock,
+                versionText: version,
+                sleep: { clock.sleep(until: $0) },
+                write: { print($0) }
+            )
+            lines.deadline = { console.nextDeadline.map { $0 - clock.now() } }
+            lines.onTimeout = { console.tick() }
+        }
+        while let line = lines.next() {
+            guard console.perform(line) else { break }
         }
     }
 }

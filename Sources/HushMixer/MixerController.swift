@@ -4,7 +4,7 @@ import HushCore
 /// (per voice slot, ramps in frames), keeps each sound's buffer alive while the engine reads it, and turns the
 /// engine's reports back into session terms.
 ///
-/// - Important: use from one thread (the daemon's main loop, or `hushd render`'s loop).
+/// - Important: use from one thread (the daemon's main loop, or `hush-render`'s loop).
 public final class MixerController {
     /// Why a sound could not be attached.
     public struct AttachError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -25,7 +25,7 @@ public final class MixerController {
     private var pending: [MixerCommand] = []
     /// The loudest sample per bus in the latest report.
     public private(set) var peaks: [Bus: Float] = [:]
-    /// Called with every peaks report as ``poll()`` reads it (`hushd render --plot` records them).
+    /// Called with every peaks report as ``poll()`` reads it (`hush-render --plot` records them).
     public var onPeaks: ([Bus: Float]) -> Void = { _ in }
 
     public init(engine: MixerEngine) { self.engine = engine }

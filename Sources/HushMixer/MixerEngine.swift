@@ -23,7 +23,7 @@ public struct MixerFormat: Hashable, Sendable {
 /// device's sample format. Everything it needs is allocated in `init`; `render` neither allocates, locks, logs
 /// nor does I/O.
 ///
-/// - Important: `render` is called from one thread only (the audio thread, or `hushd render`'s loop). Commands
+/// - Important: `render` is called from one thread only (the audio thread, or `hush-render`'s loop). Commands
 ///   arrive through `commands` (pushed by the control side), reports leave through `telemetry`.
 public final class MixerEngine: @unchecked Sendable {
     public let format: MixerFormat

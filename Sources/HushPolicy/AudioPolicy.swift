@@ -3,7 +3,7 @@ import HushCore
 /// The audio-session policy: a pure, deterministic state machine.
 ///
 /// Give it every event with the time it happened; it answers with the decisions that follow, each naming the rule
-/// (``Rule``) that produced it. It reads no clock, does no I/O and logs nothing: the daemon, `hushd render` and
+/// (``Rule``) that produced it. It reads no clock, does no I/O and logs nothing: the daemon, `hush-render` and
 /// the tests drive it the same way. The rules are listed in docs/policy.md.
 ///
 /// ```swift

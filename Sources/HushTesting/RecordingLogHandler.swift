@@ -11,6 +11,12 @@ public struct RecordingLogHandler: LogHandler {
         public func messages(at level: Logger.Level) -> [String] {
             lines.withLock { $0.filter { $0.0 == level }.map(\.1) }
         }
+        /// The messages at `level` and above.
+        public func messages(atLeast level: Logger.Level) -> [String] {
+            lines.withLock { $0.filter { $0.0 >= level }.map(\.1) }
+        }
+        /// Every message as "level: message", as hushd's log writes it.
+        public var leveled: [String] { lines.withLock { $0.map { "\($0.0): \($0.1)" } } }
     }
 
     public let box: Box
@@ -28,9 +34,11 @@ public struct RecordingLogHandler: LogHandler {
         box.lines.withLock { $0.append((event.level, event.message.description)) }
     }
 
-    /// A logger that records into a new box.
-    public static func logger(label: String = "hush.test") -> (Logger, Box) {
+    /// A logger at `level` that records into a new box.
+    public static func logger(label: String = "hush.test", level: Logger.Level = .trace) -> (Logger, Box) {
         let box = Box()
-        return (Logger(label: label) { _ in RecordingLogHandler(box: box) }, box)
+        var logger = Logger(label: label) { _ in RecordingLogHandler(box: box) }
+        logger.logLevel = level
+        return (logger, box)
     }
 }

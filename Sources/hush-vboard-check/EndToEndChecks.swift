@@ -28,6 +28,16 @@ let speakerCapture = "hw:Loopback,1,0"
 let speakerAmplifierSwitch = ALSAElementName("Speaker Playback Switch", interface: .mixer)
 let headphonesCapture = "hw:Loopback,1,1"
 
+/// How far (dB, either way) a 1 ms window of the speaker's and headphones' captures, aligned and summed, may stray
+/// from the steady level across the plug. A linear cross-fade keeps the sum exact; what is left is the alignment
+/// (a lag δ samples off gives cos(πδf/48000) in the fade's middle and δ/512 in its gain: −0.36 and +0.17 dB at
+/// δ = 10, 1 dB at δ ≈ 17) and the 16-bit samples (two quantisations 65 dB below a −30 dBFS tone: < 0.01 dB).
+/// hushd before the cross-fade dipped 12–49 dB. docs/virtual-board.md, "The cross-fade across the plug".
+let crossfadeBound = 1.0
+
+/// A number of decibels, milliseconds or seconds for a message: two decimals.
+func twoDecimals(_ value: Double) -> String { String(format: "%.2f", value) }
+
 /// A half-scale tone (-6 dBFS) at `step` of the default curve, in dBFS.
 func expectedLevel(step: Int, extra: Float = 0) -> Double {
     Double(-6.02 + VolumeCurve.default.decibels(at: VolumeStep(clamping: step)) + extra)
@@ -393,6 +403,31 @@ let e2eChecks: [Check] = [
         try require(amplifier["start"] == [1, 1], "the speaker route's switch at start-up: \(amplifier)")
         try require(amplifier["plugged"] == [0, 0], "headphones turn the speaker's switch off: \(amplifier)")
         try require(amplifier["unplugged"] == [1, 1], "the speaker route turns it on again: \(amplifier)")
+        // Across the plug, the speaker's and the headphones' captures summed once aligned to the sample: the
+        // cross-fade keeps the sum at the steady level (OutputMove).
+        let move = try OutputMove(
+            speaker: speaker,
+            headphones: headphones,
+            frequency: musicTone,
+            sampleRate: heard.recordings[0].sampleRate,
+            from: plug,
+            to: unplug,
+            shift: shift
+        )
+        let (worst, at) = (move.worst.decibels, move.worst.at)
+        print(
+            "  across the plug (music \(twoDecimals(move.steadyLevel)) dBFS before it): the speaker faded out over "
+                + "\(twoDecimals(move.fadeOut)) ms, the headphones in over \(twoDecimals(move.fadeIn)) ms; aligned at "
+                + "lag \(move.lag) (\(move.coarseLag) by the fades' middles, \(move.arrivalLag) by the arrival "
+                + "times), their sum's 1 ms windows 50 ms either side of the move (\(twoDecimals(move.move)) s): "
+                + "quietest \(twoDecimals(move.quietest.decibels)) dB at \(twoDecimals(move.quietest.at)) ms, "
+                + "loudest \(twoDecimals(move.loudest.decibels)) dB at \(twoDecimals(move.loudest.at)) ms"
+        )
+        try require(
+            abs(worst) <= crossfadeBound,
+            "the music across the plug: a 1 ms window of the aligned sum \(twoDecimals(worst)) dB from the steady "
+                + "level at \(twoDecimals(at)) ms from the move (allowed ±\(twoDecimals(crossfadeBound)) dB)"
+        )
     },
     Check(name: "e2e-media-key-pauses-and-resumes-music") {
         defer {

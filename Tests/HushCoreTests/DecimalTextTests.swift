@@ -1,7 +1,7 @@
 import HushCore
 import Testing
 
-/// The one number formatter: the texts hushctl, the console, the log and `hushd render` print, byte for byte.
+/// The one number formatter: the texts hushctl, the console, the log and `hush-render` print, byte for byte.
 @Suite("decimal text")
 struct DecimalTextTests {
     @Test("fixed places: padded, rounded half away from zero, no minus on a value that rounds to zero")

@@ -4,7 +4,13 @@ import HushGPIO
 import HushTesting
 import Testing
 
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushControlServer
 @testable import HushDaemon
+@testable import HushOutput
+@testable import HushRender
+@testable import HushSystem
 
 /// `hushd check-config` says what hushd does, byte for byte: what it prints about an output or a route's PCM that
 /// does not open must be what Daemon.start and the route retry do (start without sound, wait), not a failure.
@@ -326,7 +332,7 @@ struct EveryKeyTests {
         #expect(Self.readerKeys.subtracting(covered).sorted() == [], "keys without a case")
         #expect(covered.subtracting(Self.readerKeys).sorted() == [], "cases for keys the reader does not know")
         let kinds = Set(cases.filter { $0.key.hasSuffix(".kind") && !$0.key.hasPrefix("outputs") }.flatMap(\.accepted))
-        #expect(kinds == Set(ConfigurationReader.inputKinds.map { "\"\($0)\"" }))
+        #expect(kinds == Set(HushdConfiguration.InputKind.allCases.map { "\"\($0.rawValue)\"" }))
     }
 
     @Test("accepted values pass check-config and start-up; refused ones fail both, named by file, line and key")

@@ -6,7 +6,14 @@ import HushInput
 import HushPolicy
 import Testing
 
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushControlServer
 @testable import HushDaemon
+@testable import HushOutput
+@testable import HushRender
+@testable import HushSystem
+@testable import HushTesting
 
 /// hushd's configuration: the board profiles, the built-in default, files over profiles, and every kind of
 /// mistake with its exact message and line.

@@ -1,7 +1,14 @@
 import Foundation
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushDaemon
+import HushOutput
 import HushProtocol
+import HushRender
+import HushSystem
+import HushTesting
 import Logging
 import Synchronization
 import Testing
@@ -810,30 +817,11 @@ private final class ControlTestClient {
     }
 }
 
-/// Keeps every log message as "level: message".
+/// Keeps every log message as "level: message" (HushTesting's recorder, at info).
 private final class ControlTestLog: Sendable {
-    private let stored = Mutex<[String]>([])
+    private let recorded = RecordingLogHandler.logger(label: "control-test", level: .info)
 
-    var messages: [String] { stored.withLock { $0 } }
+    var messages: [String] { recorded.1.leveled }
 
-    var logger: Logger {
-        var logger = Logger(label: "control-test") { _ in Handler(log: self) }
-        logger.logLevel = .info
-        return logger
-    }
-
-    private struct Handler: LogHandler {
-        let log: ControlTestLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .info
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            log.stored.withLock { $0.append("\(event.level): \(event.message)") }
-        }
-    }
+    var logger: Logger { recorded.0 }
 }

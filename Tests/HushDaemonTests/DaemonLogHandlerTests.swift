@@ -3,7 +3,14 @@ import Glibc
 import Logging
 import Testing
 
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushControlServer
 @testable import HushDaemon
+@testable import HushOutput
+@testable import HushRender
+@testable import HushSystem
+@testable import HushTesting
 
 @Suite("hushd's log on the console")
 struct DaemonLogHandlerTests {

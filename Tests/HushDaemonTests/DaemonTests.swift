@@ -7,7 +7,13 @@ import HushTesting
 import Logging
 import Testing
 
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushControlServer
 @testable import HushDaemon
+@testable import HushOutput
+@testable import HushRender
+@testable import HushSystem
 
 /// The daemon's loop on the host, in real time: scripted inputs in, the WAV fallback out, the audio analysed.
 @Suite("hushd's loop, heard through the WAV fallback", .serialized)
@@ -167,7 +173,7 @@ struct DaemonTests {
         #expect(!daemon.outputCounters.open)
         #expect(
             log.messages(at: .error).last
-                == "late-pcm opened but offered 480-frame periods (or another rate or channel count) where hushd renders 240 frames at 48000 Hz, 2 ch; it stays closed. Set [output] period_frames = 480, or use a plughw: PCM"
+                == "late-pcm opened but offered 480-frame periods (or another rate or channel count) where hush-renders 240 frames at 48000 Hz, 2 ch; it stays closed. Set [output] period_frames = 480, or use a plughw: PCM"
         )
         #expect(log.messages(at: .error).count == 2, "the first error, and the refusal once")
         #expect(devices.state.withLock { $0.opened.allSatisfy { $0.closed.load(ordering: .relaxed) } })

@@ -1,5 +1,12 @@
 import Foundation
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushDaemon
+import HushOutput
+import HushRender
+import HushSystem
+import HushTesting
 import Testing
 
 /// Every console command the README and docs/console.md show is one the console takes: the README's are typed into

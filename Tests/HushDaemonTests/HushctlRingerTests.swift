@@ -1,5 +1,11 @@
 import Foundation
 import HushAudioFile
+import HushConfiguration
+import HushConsole
+import HushControlServer
+import HushOutput
+import HushRender
+import HushSystem
 import HushTesting
 import Testing
 

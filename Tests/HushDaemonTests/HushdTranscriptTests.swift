@@ -1,22 +1,31 @@
 import Foundation
 import HushALSA
 import HushAudioFile
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushGPIO
 import HushInput
+import HushOutput
+import HushRender
+import HushSystem
+import HushTesting
 import Testing
 
 /// hushd's console output, compared byte for byte with a reviewed transcript (the way swift-argument-parser
 /// checks its commands' output). The script walks through the main behaviours.
 @Suite("hushd console transcript")
 struct HushdTranscriptTests {
-    static var hushd: URL {
-        // The test bundle lives next to the built executables.
+    static var hushd: URL { executable("hushd") }
+
+    /// A built executable of the package: the test bundle lives next to them.
+    static func executable(_ name: String) -> URL {
         let bundle = Bundle.main.bundleURL
         for directory in [bundle, bundle.deletingLastPathComponent()] {
-            let candidate = directory.appendingPathComponent("hushd")
+            let candidate = directory.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
         }
-        return bundle.deletingLastPathComponent().appendingPathComponent("hushd")
+        return bundle.deletingLastPathComponent().appendingPathComponent(name)
     }
 
     static func fixture(_ name: String) throws -> String {
@@ -24,9 +33,13 @@ struct HushdTranscriptTests {
         return try String(contentsOf: url, encoding: .utf8)
     }
 
-    static func run(_ arguments: [String], input: String) throws -> (status: Int32, output: String, error: String) {
+    static func run(
+        _ arguments: [String],
+        input: String,
+        program: String = "hushd"
+    ) throws -> (status: Int32, output: String, error: String) {
         let process = Process()
-        process.executableURL = hushd
+        process.executableURL = executable(program)
         process.arguments = arguments
         let stdin = Pipe()
         let stdout = Pipe()
@@ -49,7 +62,7 @@ struct HushdTranscriptTests {
     func transcript() throws {
         let script = try Self.fixture("console-script.txt")
         let expected = try Self.fixture("console-transcript.txt")
-        let result = try Self.run(["--manual-clock", "--quiet-banner"], input: script)
+        let result = try Self.run(["console", "--manual-clock", "--quiet-banner"], input: script)
         #expect(result.status == 0)
         #expect(result.error.isEmpty)
         #expect(result.output == expected)
@@ -57,7 +70,7 @@ struct HushdTranscriptTests {
 
     @Test("the banner names the libraries hush runs on")
     func banner() throws {
-        let result = try Self.run(["--manual-clock"], input: "quit\n")
+        let result = try Self.run(["console", "--manual-clock"], input: "quit\n")
         let firstLines = result.output.split(separator: "\n").prefix(2).joined(separator: "\n")
         #expect(
             firstLines == """
@@ -71,7 +84,8 @@ struct HushdTranscriptTests {
     func unknownOption() throws {
         let result = try Self.run(["--bogus"], input: "")
         #expect(result.status == 64)
-        #expect(result.error.hasPrefix("hushd: unknown option '--bogus'\nusage: hushd"))
+        #expect(result.error.hasPrefix("Error: Unknown option '--bogus'"), "\(result.error)")
+        #expect(result.error.contains("Usage: hushd"), "\(result.error)")
     }
 }
 
@@ -110,7 +124,7 @@ struct LibraryTests {
     }
 }
 
-@Suite("hushd render command line")
+@Suite("hush-render command line")
 struct RenderCommandTests {
     @Test("renders a scenario with a board profile, writes the WAV and the events, says what it did")
     func render() throws {
@@ -122,10 +136,11 @@ struct RenderCommandTests {
         let root = RenderTests.scenarioPath.replacingOccurrences(of: "/docs/scenarios/silence-and-unplug.txt", with: "")
         let result = try HushdTranscriptTests.run(
             [
-                "render", "--board", root + "/board/profiles/virtual.toml", "--scenario", scenario, "--out",
+                "--board", root + "/board/profiles/virtual.toml", "--scenario", scenario, "--out",
                 directory + "/o.wav", "--events", directory + "/e.jsonl",
             ],
-            input: ""
+            input: "",
+            program: "hush-render"
         )
         #expect(result.status == 0, "\(result.error)")
         #expect(
@@ -142,20 +157,24 @@ struct RenderCommandTests {
     @Test("bad arguments and files are named, exit 1 or 64")
     func errors() throws {
         let missing = try HushdTranscriptTests.run(
-            ["render", "--scenario", "/nonexistent.txt", "--out", "/tmp/x.wav"],
-            input: ""
+            ["--scenario", "/nonexistent.txt", "--out", "/tmp/x.wav"],
+            input: "",
+            program: "hush-render"
         )
         #expect(missing.status == 1)
-        #expect(missing.error.hasPrefix("hushd render: cannot read scenario '/nonexistent.txt'"))
-        let usage = try HushdTranscriptTests.run(["render", "--out", "/tmp/x.wav"], input: "")
-        #expect(usage.status == 64 && usage.error.hasPrefix("hushd render: --scenario and --out are required"))
+        #expect(missing.error.hasPrefix("hush-render: cannot read scenario '/nonexistent.txt'"))
+        let usage = try HushdTranscriptTests.run(["--out", "/tmp/x.wav"], input: "", program: "hush-render")
+        #expect(usage.status == 64 && usage.error.hasPrefix("Error: Missing expected argument '--scenario <file>'"))
+        let neither = try HushdTranscriptTests.run(["--scenario", "x"], input: "", program: "hush-render")
+        #expect(neither.status == 64 && neither.error.hasPrefix("hush-render: --out is required"))
         let rate = try HushdTranscriptTests.run(
-            ["render", "--scenario", "x", "--out", "y", "--rate", "fast"],
-            input: ""
+            ["--scenario", "x", "--out", "y", "--rate", "fast"],
+            input: "",
+            program: "hush-render"
         )
         #expect(
             rate.status == 1
-                && rate.error == "hushd render: --rate must be a rate in Hz between 8000 and 384000, not 'fast'\n"
+                && rate.error == "hush-render: --rate must be a rate in Hz between 8000 and 384000, not 'fast'\n"
         )
     }
 }

@@ -1,7 +1,14 @@
 import Dispatch
 import Foundation
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushDaemon
+import HushOutput
+import HushRender
+import HushSystem
+import HushTesting
 import Logging
 import Synchronization
 import Testing
@@ -28,31 +35,13 @@ struct PowerCutTests {
         var description: String { "system \(system), ringer \(ringer)" }
     }
 
-    /// Log lines at warning and above from the state loader: there must be none.
-    final class Complaints: Sendable {
-        let lines = Mutex<[String]>([])
-    }
-
-    struct Recorder: LogHandler {
-        let complaints: Complaints
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .info
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-        func log(event: LogEvent) {
-            if event.level >= .warning { complaints.lines.withLock { $0.append(event.message.description) } }
-        }
-    }
-
     static var kills: Int { ProcessInfo.processInfo.environment["HUSH_POWERCUT_KILLS"].flatMap(Int.init) ?? 40 }
 
     @Test("the state file survives SIGKILL at random moments: always a state asked for, never corrupt")
     func powerCuts() throws {
         let hushd = try HushdProcess(start: false)
-        let complaints = Complaints()
-        let logger = Logger(label: "powercut") { _ in Recorder(complaints: complaints) }
+        // Log lines at warning and above from the state loader: there must be none.
+        let (logger, log) = RecordingLogHandler.logger(label: "powercut", level: .info)
         var generator = SystemRandomNumberGenerator()
         var outcomes: [String: Int] = [:]
         var expectedAtStart: Volumes?
@@ -127,7 +116,7 @@ struct PowerCutTests {
             outcomes[outcome, default: 0] += 1
             expectedAtStart = volumes
         }
-        #expect(complaints.lines.withLock { $0 }.isEmpty, "\(complaints.lines.withLock { $0 })")
+        #expect(log.messages(atLeast: .warning).isEmpty, "\(log.messages(atLeast: .warning))")
         let seconds = Date().timeIntervalSince(started)
         print(
             "power cuts: \(Self.kills) kills in \(String(format: "%.1f", seconds)) s, \(changes) volume changes; "

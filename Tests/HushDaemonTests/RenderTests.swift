@@ -1,13 +1,19 @@
 import Foundation
 import HushAudioFile
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushDaemon
+import HushOutput
+import HushRender
+import HushSystem
 import HushTesting
 import Testing
 
-/// `hushd render` over scenarios that exercise the policy's rules; every check listens to the rendered audio.
+/// `hush-render` over scenarios that exercise the policy's rules; every check listens to the rendered audio.
 /// Tones: music 440 Hz, effect 1000 Hz, ringer 1500 Hz, a ducking prompt 2500 Hz, each at -6 dBFS.
-@Suite("hushd render: the rules, heard")
+@Suite("hush-render: the rules, heard")
 struct RenderTests {
     struct Rendered {
         var left: [Float]
@@ -239,7 +245,7 @@ struct RenderTests {
     }
 }
 
-@Suite("hushd render: streamed files")
+@Suite("hush-render: streamed files")
 struct StreamRenderTests {
     @Test("a streamed file plays at the bus level, ends, and a stop then play starts it from the top")
     func streamed() throws {

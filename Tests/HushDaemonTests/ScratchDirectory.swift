@@ -1,4 +1,10 @@
 import Foundation
+import HushConfiguration
+import HushConsole
+import HushControlServer
+import HushOutput
+import HushRender
+import HushSystem
 import Testing
 
 /// A directory of its own under /tmp, removed with everything in it when the test lets it go.

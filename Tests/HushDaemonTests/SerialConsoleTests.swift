@@ -1,6 +1,13 @@
 import Glibc
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushCore
 import HushDaemon
+import HushOutput
+import HushRender
+import HushSystem
+import HushTesting
 import Logging
 import Synchronization
 import Testing
@@ -309,29 +316,11 @@ struct SerialConsoleTests {
 
 private func descriptorFlags(_ fd: Int32) -> Int32 { fcntl(fd, F_GETFL) }
 
-/// Keeps what the console logs at notice and above.
+/// Keeps what the console logs at notice and above (HushTesting's recorder).
 private final class ConsoleLog: Sendable {
-    private let messages = Mutex<[String]>([])
+    private let recorded = RecordingLogHandler.logger(label: "console-test")
 
-    var notices: [String] { messages.withLock { $0 } }
+    var notices: [String] { recorded.1.messages(atLeast: .notice) }
 
-    var logger: Logger {
-        Logger(label: "console-test") { _ in Handler(log: self) }
-    }
-
-    private struct Handler: LogHandler {
-        let log: ConsoleLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            guard event.level >= .notice else { return }
-            log.messages.withLock { $0.append("\(event.message)") }
-        }
-    }
+    var logger: Logger { recorded.0 }
 }

@@ -2,15 +2,22 @@ import Foundation
 import HushCore
 import Testing
 
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushControlServer
 @testable import HushDaemon
+@testable import HushOutput
+@testable import HushRender
+@testable import HushSystem
+@testable import HushTesting
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `hushd render --soak`: the scenario runs as in a render, nothing of it is kept, and the process's footprint is
+/// `hush-render --soak`: the scenario runs as in a render, nothing of it is kept, and the process's footprint is
 /// sampled (docs/reliability.md#soak).
-@Suite("hushd render --soak")
+@Suite("hush-render --soak")
 struct SoakRenderTests {
     @Test("samples at the start, every interval and the end, with the policy's sessions; keeps no decisions")
     func samples() throws {

@@ -1,4 +1,11 @@
 import Foundation
+import HushConfiguration
+import HushConsole
+import HushControlServer
+import HushOutput
+import HushRender
+import HushSystem
+import HushTesting
 import Testing
 
 #if canImport(Glibc)

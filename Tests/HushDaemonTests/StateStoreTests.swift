@@ -1,10 +1,17 @@
 import Foundation
 import HushCore
+import HushTesting
 import Logging
 import Synchronization
 import Testing
 
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushControlServer
 @testable import HushDaemon
+@testable import HushOutput
+@testable import HushRender
+@testable import HushSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -23,7 +30,7 @@ struct StateStoreTests {
     func roundTrip() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         let store = StateStore(path: path, logger: logger)
         store.save(Self.sample, now: .zero)
         #expect(!store.hasPendingWrite)
@@ -46,7 +53,7 @@ struct StateStoreTests {
     @Test("no file: the defaults, said as info, and nothing set aside")
     func missingFile() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         #expect(StateStore(path: directory.path + "/state", logger: logger).load() == nil)
         #expect(
             log.messages(at: .info) == [
@@ -61,22 +68,31 @@ struct StateStoreTests {
     func createsDirectory() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/var/lib/hush/state"
-        let store = StateStore(path: path, logger: StateLog.logger().0)
+        let store = StateStore(
+            path: path,
+            logger: RecordingLogHandler.logger(label: "hush.state.test", level: .debug).0
+        )
         store.save(Self.sample, now: .zero)
         var status = stat()
         #expect(stat(directory.path + "/var/lib/hush", &status) == 0)
         #expect(status.st_mode & 0o7777 == 0o755)
-        #expect(StateStore(path: path, logger: StateLog.logger().0).load() == Self.sample)
+        #expect(
+            StateStore(path: path, logger: RecordingLogHandler.logger(label: "hush.state.test", level: .debug).0).load()
+                == Self.sample
+        )
     }
 
     @Test("a temporary file left by a crash before the rename is ignored, and the next write replaces it")
     func strayTemporaryFile() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
-        StateStore(path: path, logger: StateLog.logger().0).save(Self.sample, now: .zero)
+        StateStore(path: path, logger: RecordingLogHandler.logger(label: "hush.state.test", level: .debug).0).save(
+            Self.sample,
+            now: .zero
+        )
         // What a crash between write and rename leaves: a half-written temporary file beside the old state.
         try "schema = 1\nringer = 3\n[sys".write(toFile: path + ".tmp", atomically: false, encoding: .utf8)
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         let store = StateStore(path: path, logger: logger)
         #expect(store.load() == Self.sample)
         #expect(log.messages(at: .error).isEmpty)
@@ -91,7 +107,11 @@ struct StateStoreTests {
     func rateLimit() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
-        let store = StateStore(path: path, interval: .seconds(1), logger: StateLog.logger().0)
+        let store = StateStore(
+            path: path,
+            interval: .seconds(1),
+            logger: RecordingLogHandler.logger(label: "hush.state.test", level: .debug).0
+        )
         func onDisk() -> VolumeStep? {
             (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
                 try? StateStore.decode($0, path: path).ringer
@@ -194,7 +214,7 @@ struct StateStoreTests {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         try corruption.text.write(toFile: path, atomically: false, encoding: .utf8)
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         let store = StateStore(path: path, knownRoutes: [.speaker, .headphones], logger: logger)
         #expect(store.load() == nil)
 
@@ -229,7 +249,7 @@ struct StateStoreTests {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
         try Data([0x73, 0x63, 0xFF, 0xFE, 0x0A]).write(to: URL(fileURLWithPath: path))
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         #expect(StateStore(path: path, logger: logger).load() == nil)
         #expect(log.messages(at: .error).first?.contains("is corrupt: it is not UTF-8 text; set aside as ") == true)
     }
@@ -240,7 +260,10 @@ struct StateStoreTests {
         let path = directory.path + "/state"
         for _ in 0..<2 {
             try "garbage".write(toFile: path, atomically: false, encoding: .utf8)
-            #expect(StateStore(path: path, logger: StateLog.logger().0).load() == nil)
+            #expect(
+                StateStore(path: path, logger: RecordingLogHandler.logger(label: "hush.state.test", level: .debug).0)
+                    .load() == nil
+            )
         }
         let copies = try directory.entries()
         #expect(copies.count == 2)
@@ -254,7 +277,7 @@ struct StateStoreTests {
         let blocker = directory.path + "/lib"
         try "not a directory".write(toFile: blocker, atomically: false, encoding: .utf8)
         let path = blocker + "/hush/state"
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         let store = StateStore(path: path, retryInterval: .seconds(5), logger: logger)
 
         store.save(Self.sample, now: .zero)
@@ -287,7 +310,7 @@ struct StateStoreTests {
             #expect(mkdir(parent, 0o555) == 0)
         }
         let path = parent + "/hush-state-test"
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         let store = StateStore(path: path, logger: logger)
         store.save(Self.sample, now: .zero)
         store.flush(now: .milliseconds(10_000))
@@ -306,7 +329,7 @@ struct StateStoreTests {
     @Test("a corrupt file that cannot be set aside is still not used, and the log says why")
     func corruptFileInReadOnlyPlace() throws {
         // /proc/version is text that is not a state file, in a directory where nothing can be renamed.
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         #expect(StateStore(path: "/proc/version", logger: logger).load() == nil)
         let line = try #require(log.messages(at: .error).first)
         #expect(line.hasPrefix("state file /proc/version line 1 is corrupt: bad syntax: "), "\(line)")
@@ -376,7 +399,7 @@ struct StateStoreKillTests {
     func killedWriter() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
         let path = directory.path + "/state"
-        let (logger, log) = StateLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
         StateStore(path: path, logger: logger).save(volumes(encoding: 0), now: .zero)
         var generator = SystemRandomNumberGenerator()
         var last = 0
@@ -453,30 +476,6 @@ private struct StateTestFailure: Error, CustomStringConvertible {
 }
 
 /// Records what the store logs, by level.
-private struct StateLog: LogHandler {
-    final class Box: Sendable {
-        let lines = Mutex<[(Logger.Level, String)]>([])
-        func messages(at level: Logger.Level) -> [String] { lines.withLock { $0.filter { $0.0 == level }.map(\.1) } }
-    }
-
-    let box: Box
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .debug
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        box.lines.withLock { $0.append((event.level, event.message.description)) }
-    }
-
-    static func logger() -> (Logger, Box) {
-        let box = Box()
-        return (Logger(label: "hush.state.test") { _ in StateLog(box: box) }, box)
-    }
-}
 
 /// The state file is hushd's own: a line in any other shape is damage, refused by its own reader with the line's
 /// number (no TOML parser reads it; toml++ once aborted hushd on four bytes of it: Fuzz/Regressions/fuzz-state).

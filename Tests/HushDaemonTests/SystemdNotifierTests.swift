@@ -1,5 +1,12 @@
 import Glibc
+import HushConfiguration
+import HushConsole
+import HushControlServer
 import HushDaemon
+import HushOutput
+import HushRender
+import HushSystem
+import HushTesting
 import Logging
 import Synchronization
 import Testing
@@ -11,7 +18,7 @@ struct SystemdNotifierTests {
     @Test("READY, STATUS, WATCHDOG, RELOADING and STOPPING arrive as one datagram each, as sd_notify sends them")
     func messagesArrive() throws {
         let systemd = try FakeNotifySocket()
-        let (logger, log) = NotifierLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.systemd.test", level: .info)
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": systemd.name], logger: logger)
         #expect(notifier.isEnabled)
 
@@ -38,7 +45,10 @@ struct SystemdNotifierTests {
     func abstractSocket() throws {
         let systemd = try FakeNotifySocket(abstract: true)
         #expect(systemd.name.hasPrefix("@"))
-        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": systemd.name], logger: NotifierLog.logger().0)
+        let notifier = SystemdNotifier(
+            environment: ["NOTIFY_SOCKET": systemd.name],
+            logger: RecordingLogHandler.logger(label: "hush.systemd.test", level: .info).0
+        )
         notifier.ready(status: "ok")
         #expect(systemd.receive() == "READY=1\nSTATUS=ok")
     }
@@ -46,14 +56,17 @@ struct SystemdNotifierTests {
     @Test("a newline in a status cannot smuggle in another assignment")
     func statusIsOneLine() throws {
         let systemd = try FakeNotifySocket()
-        let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": systemd.name], logger: NotifierLog.logger().0)
+        let notifier = SystemdNotifier(
+            environment: ["NOTIFY_SOCKET": systemd.name],
+            logger: RecordingLogHandler.logger(label: "hush.systemd.test", level: .info).0
+        )
         notifier.status("fine\nSTOPPING=1")
         #expect(systemd.receive() == "STATUS=fine STOPPING=1")
     }
 
     @Test("without NOTIFY_SOCKET (a terminal, make run) the notifier is off and quiet")
     func noSocket() {
-        let (logger, log) = NotifierLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.systemd.test", level: .info)
         let notifier = SystemdNotifier(environment: ["WATCHDOG_USEC": "20000000"], logger: logger)
         #expect(!notifier.isEnabled)
         #expect(notifier.socketName == nil)
@@ -77,13 +90,16 @@ struct SystemdNotifierTests {
         ]
     )
     func watchdogInterval(environment: [String: String], expected: Duration?) {
-        let notifier = SystemdNotifier(environment: environment, logger: NotifierLog.logger().0)
+        let notifier = SystemdNotifier(
+            environment: environment,
+            logger: RecordingLogHandler.logger(label: "hush.systemd.test", level: .info).0
+        )
         #expect(notifier.watchdogInterval == expected)
     }
 
     @Test("a malformed WATCHDOG_USEC is reported, naming the value")
     func badWatchdogIsLogged() {
-        let (logger, log) = NotifierLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.systemd.test", level: .info)
         _ = SystemdNotifier(environment: ["WATCHDOG_USEC": "soon"], logger: logger)
         #expect(log.messages(at: .warning).count == 1)
         #expect(log.messages(at: .warning).first?.contains("WATCHDOG_USEC='soon'") == true)
@@ -94,7 +110,7 @@ struct SystemdNotifierTests {
         arguments: ["run/systemd/notify", "vsock:2:1234", "/" + String(repeating: "x", count: 200), "@"]
     )
     func unusableName(name: String) {
-        let (logger, log) = NotifierLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.systemd.test", level: .info)
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": name], logger: logger)
         #expect(!notifier.isEnabled)
         notifier.ready(status: "ok")
@@ -108,7 +124,7 @@ struct SystemdNotifierTests {
     func nothingListening() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/notify"
-        let (logger, log) = NotifierLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.systemd.test", level: .info)
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": path], logger: logger)
         #expect(notifier.isEnabled)
         notifier.ready(status: "ok")
@@ -127,7 +143,7 @@ struct SystemdNotifierTests {
     )
     func fullQueueDoesNotBlock() throws {
         let systemd = try FakeNotifySocket()
-        let (logger, log) = NotifierLog.logger()
+        let (logger, log) = RecordingLogHandler.logger(label: "hush.systemd.test", level: .info)
         let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": systemd.name], logger: logger)
         // A blocking send would hang here once the receiver's queue (net.unix.max_dgram_qlen) is full.
         var sent = 0
@@ -213,28 +229,3 @@ private final class TemporaryDirectory {
 }
 
 /// Keeps what the notifier logs, so the tests can read what a person would see in the journal.
-private struct NotifierLog: LogHandler {
-    final class Box: Sendable {
-        let lines = Mutex<[(Logger.Level, String)]>([])
-        var messages: [String] { lines.withLock { $0.map(\.1) } }
-        func messages(at level: Logger.Level) -> [String] { lines.withLock { $0.filter { $0.0 == level }.map(\.1) } }
-    }
-
-    let box: Box
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .info
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        box.lines.withLock { $0.append((event.level, event.message.description)) }
-    }
-
-    static func logger() -> (Logger, Box) {
-        let box = Box()
-        return (Logger(label: "hush.systemd.test") { _ in NotifierLog(box: box) }, box)
-    }
-}

@@ -7,10 +7,16 @@ import Testing
 
 #if canImport(FoundationXML)
 import FoundationXML
+@testable import HushSystem
+@testable import HushConfiguration
+@testable import HushConsole
+@testable import HushOutput
+@testable import HushControlServer
+@testable import HushRender
 #endif
 
-/// `hushd render --plot`: the timeline is what the engine reported, and the picture shows it where it should.
-@Suite("hushd render --plot: the timeline picture")
+/// `hush-render --plot`: the timeline is what the engine reported, and the picture shows it where it should.
+@Suite("hush-render --plot: the timeline picture")
 struct TimelinePlotTests {
     /// Music (440 Hz) and an ambient effect (1000 Hz) on headphones; silence from 1 s to 2 s; unplugged at 3 s.
     static let scenario = """
@@ -272,7 +278,7 @@ struct TimelinePlotTests {
         #expect(drawn == committed, "docs/images/timeline-\(name).svg is out of date: run make plots")
     }
 
-    @Test("hushd render --plot without --out draws only the picture; other extensions are refused")
+    @Test("hush-render --plot without --out draws only the picture; other extensions are refused")
     func commandLine() throws {
         let directory = NSTemporaryDirectory() + "hush-plot-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -280,8 +286,9 @@ struct TimelinePlotTests {
         let scenario = directory + "/s.txt"
         try Self.scenario.write(toFile: scenario, atomically: true, encoding: .utf8)
         let result = try HushdTranscriptTests.run(
-            ["render", "--scenario", scenario, "--plot", directory + "/p.svg"],
-            input: ""
+            ["--scenario", scenario, "--plot", directory + "/p.svg"],
+            input: "",
+            program: "hush-render"
         )
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("periods to \(directory)/p.svg ("))
@@ -289,12 +296,13 @@ struct TimelinePlotTests {
         #expect(written == (try Self.render().svg).replacingOccurrences(of: "test.txt", with: "s.txt"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/p.wav"))
         let png = try HushdTranscriptTests.run(
-            ["render", "--scenario", scenario, "--plot", directory + "/p.png"],
-            input: ""
+            ["--scenario", scenario, "--plot", directory + "/p.png"],
+            input: "",
+            program: "hush-render"
         )
         #expect(png.status == 1)
         #expect(png.error.contains("--plot writes SVG"))
-        let neither = try HushdTranscriptTests.run(["render", "--scenario", scenario], input: "")
+        let neither = try HushdTranscriptTests.run(["--scenario", scenario], input: "", program: "hush-render")
         #expect(neither.status == 64)
         #expect(neither.error.contains("--plot may stand in for --out"))
     }

@@ -1,7 +1,7 @@
 // hush-mixbench: the figures docs/performance.md records, measured in one run on one machine.
 //
 //   hush-mixbench compare DIR        three 60 s stereo files: hush's offline mix against `sox -m`, as a ratio
-//   hush-mixbench render SECONDS     `hushd render` throughput over a scenario of that length
+//   hush-mixbench render SECONDS     `hush-render` throughput over a scenario of that length
 //   hush-mixbench periods N          render N 64-frame periods of 3 stereo voices with ramps (for valgrind)
 //   hush-mixbench requests N         N rounds of typical control request lines read by hushd's JSON reader and by
 //                                    Foundation's JSONDecoder (what hushd used before), as a ratio
@@ -14,7 +14,7 @@
 import Foundation
 import HushAudioFile
 import HushCore
-import HushDaemon
+import HushRender
 import HushMixer
 import HushProtocol
 
@@ -271,7 +271,7 @@ func run(_ arguments: [String]) throws {
         print(
             String(
                 format:
-                    "hushd render: %.0f s of audio (3 voices, 64-frame periods, %d events) in %.3f s: %.0f s of audio per second",
+                    "hush-render: %.0f s of audio (3 voices, 64-frame periods, %d events) in %.3f s: %.0f s of audio per second",
                 length,
                 scenario.steps.count,
                 elapsed,
@@ -312,7 +312,7 @@ func run(_ arguments: [String]) throws {
         rendered.withUnsafeBytes { renderHash.add($0) }
         print(
             String(
-                format: "digest of %d random sequences: %016llx; of a 20 s hushd render: %016llx",
+                format: "digest of %d random sequences: %016llx; of a 20 s hush-render: %016llx",
                 seeds,
                 hash.value,
                 renderHash.value

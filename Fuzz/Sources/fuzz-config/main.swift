@@ -1,6 +1,6 @@
 import FuzzSupport
 import HushCore
-import HushDaemon
+import HushConfiguration
 
 // hushd's configuration (TOML, through toml++ and CTOMLShim) as HushdConfiguration.load reads it after the file: UTF-8 text,
 // at most 1 MiB. Run with the hush checkout as the working directory, so `board = "virtual"` and

@@ -1,8 +1,8 @@
 import FuzzSupport
 import HushCore
-import HushDaemon
+import HushRender
 
-// A `hushd render` scenario, as RenderCommand reads it: the file's bytes as text.
+// A `hush-render` scenario, as RenderCommand reads it: the file's bytes as text.
 //
 // Properties beyond "no crash": an error names the file and a line the file has, with a message; a scenario that
 // parses has its steps in file order, in time order, and ends no earlier than its last step.

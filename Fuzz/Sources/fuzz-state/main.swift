@@ -1,6 +1,6 @@
 import FuzzSupport
 import HushCore
-import HushDaemon
+import HushConfiguration
 
 // The state file (/var/lib/hush/state) as StateStore.load reads it: at most 64 KiB of UTF-8, decoded once with
 // any route accepted and once with the virtual board's routes.

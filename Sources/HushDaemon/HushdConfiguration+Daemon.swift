@@ -1,0 +1,18 @@
+import HushConfiguration
+import HushCore
+
+extension HushdConfiguration {
+    /// The daemon's parts from this configuration; `persisted` comes from the state file.
+    public func daemonSetup(persisted: PersistedVolumes? = nil) -> Daemon.Setup {
+        var setup = Daemon.Setup()
+        setup.policy = policy
+        setup.persisted = persisted
+        setup.output = output.playback
+        setup.fallbackWAV = output.fallbackWAV
+        setup.realtimePriority = output.realtimePriority
+        setup.routeOutputs = routeOutputs
+        setup.soundDirectories = sounds.directories
+        setup.maxSessionsPerClient = control.maxSessionsPerClient
+        return setup
+    }
+}

@@ -1,0 +1,455 @@
+import HushALSA
+import HushCore
+import HushMixer
+import HushSystem
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the audio thread writes periods: an ALSA device, or a WAV file paced like one.
+///
+/// - Important: `write` runs on the audio thread; everything else (opening, `close`) on the control side, even for
+///   a device the audio thread found gone (see ``AudioOutputThread``).
+public protocol PCMOutput: AnyObject {
+    /// What the device granted: the engine renders in this format.
+    var granted: PlaybackConfiguration { get }
+    /// Queues `frames` frames, blocking until the device takes them.
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult
+    /// Lets go of the device now.
+    func close()
+    /// What was asked and what was granted, for the log.
+    var describeGrant: String { get }
+}
+
+extension PCMOutput {
+    public var describeGrant: String {
+        "granted \(granted.sampleRate) Hz, \(granted.channels) ch, \(granted.format), \(granted.periodFrames)×\(granted.periods)"
+    }
+}
+
+extension ALSAPlayback: PCMOutput {}
+
+/// The real-time audio thread: renders the mixer a period at a time and writes it to the device, keeping it fed
+/// (with silence when nothing plays) so starting a sound costs no device start-up.
+///
+/// A dedicated pthread named "hush-audio", at SCHED_FIFO when permitted, with memory locked. It never logs: it
+/// counts underruns and device losses in atomics that the control side reads and reports. After an underrun it
+/// recovers the device and fades the output in. When the device disappears it hands it back to the control side
+/// and keeps the engine's state (nothing is rendered while it is gone); the control side closes it, reopens it
+/// with backoff (``service()``) and hands the new one over as it hands over a route's device.
+///
+/// - Important: what the audio thread may block on. It may wait on its own device (`write`, which paces it, and
+///   the recovery after an underrun inside it) and sleep while it has no device. It must not open or close a
+///   device (both may block for long in the driver, and a removed card's close waits on the kernel), allocate or
+///   free memory, take a lock, log, or touch a file. Devices travel between it and the control side in boxes the
+///   control side makes and frees, through two atomic slots: ``handOver(_:requested:)`` in, ``service()`` back
+///   out. The device-loss path and the route change both follow this rule (docs/architecture.md, "The audio
+///   thread").
+public final class AudioOutputThread: @unchecked Sendable {
+    /// What the control side can read at any time.
+    public final class Counters: Sendable {
+        public let underruns = Atomic<Int>(0)
+        public let deviceLosses = Atomic<Int>(0)
+        public let reopenings = Atomic<Int>(0)
+        /// Devices that opened again but granted another rate, channel count or period than the engine renders
+        /// (so they were closed again), and the period the last of them granted.
+        public let refusals = Atomic<Int>(0)
+        public let refusedPeriodFrames = Atomic<Int>(0)
+        public let writeErrors = Atomic<Int>(0)
+        public let periods = Atomic<Int>(0)
+        /// 1 while the device is open and being fed.
+        public let deviceOpen = Atomic<Int>(0)
+        /// Devices switched to at a route change.
+        public let handovers = Atomic<Int>(0)
+        /// The longest time from the start of one period to the start of the next, in nanoseconds, since the
+        /// control side last took it (`exchange(0)`). About a period when all is well, since the blocking write
+        /// paces the loop; far longer when the thread was held off — by the CPU, a higher-priority thread or a
+        /// stall of the whole machine — which is what lies behind most underruns. Reading the monotonic clock
+        /// twice a period is the whole cost: no system call (vDSO), no allocation, no lock.
+        public let longestGap = Atomic<Int>(0)
+        /// The longest render of one period, in nanoseconds, since last taken: hushd's own share of a period.
+        public let longestRender = Atomic<Int>(0)
+        init() {}
+    }
+
+    /// What most likely caused underruns, from the longest gap between periods and the longest render in the
+    /// same stretch: a sentence for hushd's log.
+    public static func diagnosis(gap: Duration, render: Duration, period: Duration, queued: Duration) -> String {
+        func ms(_ duration: Duration) -> String {
+            let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+            guard value < 10 else { return "\(Int(value.rounded())) ms" }
+            // Under a tenth of a millisecond (mixing silence, a few voices on a fast CPU) in microseconds, so that
+            // the figure still says something.
+            guard value >= 0.1 else { return "\(Int((value * 1000).rounded())) µs" }
+            return DecimalText.fixed(value, places: 1) + " ms"
+        }
+        let figures =
+            "the longest gap between periods was \(ms(gap)), with \(ms(queued)) queued; the longest render "
+            + "took \(ms(render)) of a \(ms(period)) period"
+        if render > period {
+            return "\(figures): mixing one period took longer than playing it; raise period_frames or play fewer "
+                + "sounds at once"
+        }
+        if gap > queued {
+            return "\(figures): the audio thread was held off longer than the queue lasts; something else had the "
+                + "CPU (a higher-priority thread, interrupts, a stalled machine)"
+        }
+        return "\(figures): the audio thread kept time; the device or its driver did not"
+    }
+
+    public let engine: MixerEngine
+    public let configuration: PlaybackConfiguration
+    /// What the device granted at start: a reopened device must grant the same to be used.
+    public let granted: PlaybackConfiguration
+    public let counters = Counters()
+    /// How long an underrun's fade-in lasts.
+    public var recoveryFade: Duration = .milliseconds(5)
+    /// The realtime priority to ask for (1–99); 0 keeps normal scheduling.
+    public let priority: Int32
+    private let running = Atomic<Bool>(false)
+    private var thread: NamedThread?
+    /// The box of the device the audio thread writes to (0 while it has none), with the reference it holds: owned
+    /// by the audio thread once started.
+    private var current: UInt = 0
+    /// `current`'s device, so that writing to it needs no look into the box.
+    private var playback: (any PCMOutput)?
+    /// A lost device's box that the audio thread could not hand back yet (the slot still held another).
+    private var lostBox: UInt = 0
+    /// Opens a device for a configuration (ALSA by default; tests and the WAV fallback give their own). Called on
+    /// the control side only, from ``service()``.
+    private let open: @Sendable (PlaybackConfiguration) -> (any PCMOutput)?
+    /// A device handed from the control side to the audio thread (a route change, a reopened device), as an
+    /// unmanaged reference to its box.
+    private let incoming = Atomic<UInt>(0)
+    /// A device the audio thread let go of (replaced at a handover, or lost), for the control side to close.
+    private let outgoing = Atomic<UInt>(0)
+    /// Control side: what to open when the device is lost (what was asked of the last device handed over).
+    private var reopenConfiguration: PlaybackConfiguration
+    /// Control side: when to try opening the lost device next (CLOCK_MONOTONIC nanoseconds), nil while it is not
+    /// lost or a replacement is on its way to the audio thread.
+    private var nextReopening: Int?
+    /// Control side: the wait before the next attempt after this one fails (100 ms, doubling to 250 ms).
+    private var reopenBackoff = AudioOutputThread.firstReopening
+    private let logger: Logger
+
+    /// The first attempt to reopen a lost device comes this long after the loss; each failure doubles the wait, up
+    /// to ``longestReopening``.
+    static let firstReopening = Duration.milliseconds(100)
+    static let longestReopening = Duration.milliseconds(250)
+
+    /// Opens the device (so configuration errors surface here, on the control side) and prepares the engine's
+    /// format to match what was granted.
+    public convenience init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
+        self.init(engine: engine, output: playback, requested: playback.requested, priority: priority, logger: logger)
+    }
+
+    /// - Parameters:
+    ///   - output: the open device; `requested` is what was asked of it (reopened after a loss). Nil when the
+    ///     device is not there yet (a card whose driver comes up after hushd): ``service()`` opens it as it would
+    ///     reopen a lost one, and then it must grant the rate, channels and period asked for.
+    ///   - open: how to reopen a lost device (ALSA unless given); called from ``service()``.
+    public init(
+        engine: MixerEngine,
+        output: (any PCMOutput)?,
+        requested: PlaybackConfiguration,
+        priority: Int32 = 70,
+        logger: Logger,
+        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAPlayback($0) }
+    ) {
+        self.engine = engine
+        self.open = open
+        configuration = requested
+        reopenConfiguration = requested
+        granted = output?.granted ?? requested
+        self.priority = priority
+        self.logger = logger
+        if let output {
+            current = Self.box(Handover(device: output, requested: requested, reason: .route))
+            playback = output
+        }
+        counters.deviceOpen.store(output == nil ? 0 : 1, ordering: .relaxed)
+    }
+
+    /// Starts the thread. Logs, on the control side, what scheduling it got.
+    public func start() throws(HardwareError) {
+        guard !running.load(ordering: .acquiring) else { return }
+        running.store(true, ordering: .releasing)
+        if mlockall(MCL_CURRENT | MCL_FUTURE) != 0 {
+            logger.warning(
+                "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
+            )
+        }
+        // A device not there at start is opened as a lost one is reopened.
+        if current == 0 { scheduleReopening(after: Self.firstReopening) }
+        do {
+            thread = try NamedThread(name: "hush-audio") { [self] in loop() }
+        } catch {
+            running.store(false, ordering: .releasing)
+            throw error
+        }
+        if priority > 0 {
+            let scheduled = thread?.makeRealtime(priority: priority) ?? ESRCH
+            if scheduled == 0 {
+                logger.info("audio thread 'hush-audio' runs at SCHED_FIFO priority \(priority)")
+            } else {
+                logger.warning(
+                    "audio thread 'hush-audio' runs at normal priority: SCHED_FIFO \(priority) was refused (\(String(cString: strerror(scheduled)))); give hushd CAP_SYS_NICE or LimitRTPRIO=\(priority)"
+                )
+            }
+        }
+    }
+
+    /// Stops the thread and waits for it; closes every device it held or that was on its way.
+    public func stop() {
+        guard running.load(ordering: .acquiring), let thread else { return }
+        running.store(false, ordering: .releasing)
+        thread.join()
+        self.thread = nil
+        // The audio thread has ended: what it owned is the control side's now.
+        playback = nil
+        for bits in [current, lostBox] where bits != 0 { Self.unbox(bits).device.close() }
+        current = 0
+        lostBox = 0
+        reap()
+        if let pending = take(incoming) { pending.device.close() }
+        nextReopening = nil
+    }
+
+    /// Hands `device` (already open, in the granted format) to the audio thread, which switches to it at the next
+    /// period: a route change to another PCM without stopping the music. A device still waiting from an earlier
+    /// handover is closed; a lost device is no longer reopened (this one takes its place).
+    ///
+    /// - Returns: false when the device's format differs from what the engine renders.
+    @discardableResult
+    public func handOver(_ device: any PCMOutput, requested: PlaybackConfiguration) -> Bool {
+        guard Self.sameFormat(device.granted, granted) else { return false }
+        send(Handover(device: device, requested: requested, reason: .route))
+        return true
+    }
+
+    /// Control side, from the loop: closes what the audio thread let go of (a device replaced at a route change, or
+    /// lost) and, while the device is lost, reopens it when due (``untilNextReopening``) and hands it over.
+    public func service() {
+        reap()
+        guard let due = nextReopening, Self.monotonicNanoseconds() >= due else { return }
+        guard let reopened = open(reopenConfiguration) else {
+            retryReopening()
+            return
+        }
+        guard Self.sameFormat(reopened.granted, granted) else {
+            // The engine renders one period size for good; a device that will not take it stays closed, and the
+            // control side says what it granted instead.
+            reopened.close()
+            counters.refusedPeriodFrames.store(reopened.granted.periodFrames, ordering: .relaxed)
+            counters.refusals.add(1, ordering: .relaxed)
+            retryReopening()
+            return
+        }
+        send(Handover(device: reopened, requested: reopenConfiguration, reason: .reopened))
+    }
+
+    /// How long until ``service()`` next tries to open the lost device (zero when due), nil while it is not lost.
+    public var untilNextReopening: Duration? {
+        nextReopening.map { .nanoseconds(max(0, $0 - Self.monotonicNanoseconds())) }
+    }
+
+    /// Closes the devices the audio thread let go of; a lost one is reopened from ``service()``. Control side.
+    public func reap() {
+        let bits = outgoing.exchange(0, ordering: .acquiringAndReleasing)
+        guard bits != 0 else { return }
+        let box = Self.unbox(bits)
+        box.device.close()
+        // A device on its way to the audio thread takes the lost one's place: nothing to reopen.
+        if box.reason == .lost && incoming.load(ordering: .acquiring) == 0 {
+            reopenConfiguration = box.requested
+            reopenBackoff = Self.firstReopening
+            scheduleReopening(after: reopenBackoff)
+        }
+    }
+
+    private func scheduleReopening(after wait: Duration) {
+        nextReopening = Self.monotonicNanoseconds() + Int(wait.nanoseconds)
+    }
+
+    private func retryReopening() {
+        reopenBackoff = min(reopenBackoff * 2, Self.longestReopening)
+        scheduleReopening(after: reopenBackoff)
+    }
+
+    /// Puts `box` in the incoming slot for the audio thread; a box already waiting there is closed and freed.
+    private func send(_ box: Handover) {
+        nextReopening = nil
+        let previous = incoming.exchange(Self.box(box), ordering: .acquiringAndReleasing)
+        if previous != 0 { Self.unbox(previous).device.close() }
+        reap()
+    }
+
+    private func take(_ slot: borrowing Atomic<UInt>) -> Handover? {
+        let bits = slot.exchange(0, ordering: .acquiringAndReleasing)
+        return bits == 0 ? nil : Self.unbox(bits)
+    }
+
+    /// Whether the engine's rendering fits `a` as it fits `b`: the same rate, channels and period (the PCM's name
+    /// and the sample format may differ: the engine converts to each device's format as it writes).
+    static func sameFormat(_ a: PlaybackConfiguration, _ b: PlaybackConfiguration) -> Bool {
+        a.sampleRate == b.sampleRate && a.channels == b.channels && a.periodFrames == b.periodFrames
+    }
+
+    /// A device in transit between the control side and the audio thread. Each device has one box from when the
+    /// control side opens it to when the control side closes it: the audio thread only passes boxes on, so it
+    /// never allocates or frees one.
+    private final class Handover {
+        let device: any PCMOutput
+        /// What was asked of the device: what to reopen if it is lost.
+        let requested: PlaybackConfiguration
+        /// Why the device travels: set by whoever sends it.
+        var reason: Reason
+        enum Reason {
+            /// A route's device (or the first one), to the audio thread; on the way back, one it replaced.
+            case route
+            /// A lost device opened again, to the audio thread.
+            case reopened
+            /// On the way back: the device is gone (a removed card); close it and open it again.
+            case lost
+        }
+        init(device: any PCMOutput, requested: PlaybackConfiguration, reason: Reason) {
+            self.device = device
+            self.requested = requested
+            self.reason = reason
+        }
+    }
+
+    /// A box as the bits a slot holds, with a reference of its own.
+    private static func box(_ handover: Handover) -> UInt {
+        UInt(bitPattern: Unmanaged.passRetained(handover).toOpaque())
+    }
+
+    /// Takes the reference `bits` held back: control side only (the box may be freed when it goes).
+    private static func unbox(_ bits: UInt) -> Handover {
+        Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeRetainedValue()
+    }
+
+    /// Looks into a box without taking its reference: what the audio thread does.
+    private static func peek(_ bits: UInt) -> Handover {
+        Unmanaged<Handover>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).takeUnretainedValue()
+    }
+
+    /// On the audio thread: switches to a handed-over device, passing the old one back for the control side to
+    /// close (closing a PCM is I/O and may block: not here).
+    private func acceptHandover() {
+        let bits = incoming.load(ordering: .relaxed)
+        guard bits != 0, lostBox == 0, outgoing.load(ordering: .acquiring) == 0 else { return }
+        guard incoming.compareExchange(expected: bits, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
+            return
+        }
+        let handed = Self.peek(bits)
+        if current != 0 {
+            // The box's own reference goes with it: nothing is retained, released or freed on this thread.
+            Self.peek(current).reason = .route
+            outgoing.store(current, ordering: .releasing)
+        }
+        current = bits
+        playback = handed.device
+        if handed.reason == .reopened {
+            counters.reopenings.add(1, ordering: .relaxed)
+        } else {
+            counters.handovers.add(1, ordering: .relaxed)
+        }
+        // A route's device handed over while the old one was lost (or never there) is a device again.
+        counters.deviceOpen.store(1, ordering: .relaxed)
+        engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+    }
+
+    /// On the audio thread: the device is gone. It is not closed here (the kernel frees a removed card only when its
+    /// last handle closes, but that close may block): its box goes back to the control side, which closes it at
+    /// once and reopens it.
+    private func handBackLost() {
+        counters.deviceLosses.add(1, ordering: .relaxed)
+        counters.deviceOpen.store(0, ordering: .relaxed)
+        // The box still holds the device: dropping this reference frees nothing.
+        playback = nil
+        Self.peek(current).reason = .lost
+        lostBox = current
+        current = 0
+        publishLost()
+    }
+
+    /// Passes the lost device's box to the control side once the slot is free (a replaced device may still be
+    /// there, waiting to be closed).
+    private func publishLost() {
+        guard lostBox != 0,
+            outgoing.compareExchange(expected: 0, desired: lostBox, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        lostBox = 0
+    }
+
+    private func loop() {
+        let frames = granted.periodFrames
+        // Room for the widest sample format: a route's device may take another format than the first one.
+        let bytes = frames * granted.channels * 4
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
+        defer { buffer.deallocate() }
+        // Without a device, how often to look for one: a period, within 1–10 ms.
+        let idle = Duration.nanoseconds(min(max(frames * 1_000_000_000 / granted.sampleRate, 1_000_000), 10_000_000))
+        // When the last period started; 0 until a period is written on the current device.
+        var previousStart = 0
+        while running.load(ordering: .relaxed) {
+            // A handover seen now was published after the commands that go with it (R5's pauses before the
+            // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
+            // there — and only the next period goes to the new device. So not a sample of a paused voice reaches
+            // the route it was moved away from.
+            let switching = incoming.load(ordering: .acquiring) != 0
+            guard let device = playback else {
+                previousStart = 0
+                publishLost()
+                if switching { acceptHandover() }
+                if playback == nil { sleepFor(idle) }
+                continue
+            }
+            let start = Self.monotonicNanoseconds()
+            if previousStart != 0 { Self.raise(counters.longestGap, to: start - previousStart) }
+            previousStart = start
+            engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
+            Self.raise(counters.longestRender, to: Self.monotonicNanoseconds() - start)
+            counters.periods.add(1, ordering: .relaxed)
+            switch device.write(buffer, frames: frames) {
+            case .written:
+                break
+            case .recovered:
+                counters.underruns.add(1, ordering: .relaxed)
+                engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+            case .gone:
+                handBackLost()
+            case .failed:
+                counters.writeErrors.add(1, ordering: .relaxed)
+                sleepFor(.milliseconds(10))
+            }
+            if switching { acceptHandover() }
+        }
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds: a vDSO read, no system call.
+    private static func monotonicNanoseconds() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return now.tv_sec * 1_000_000_000 + now.tv_nsec
+    }
+
+    /// Keeps the larger of `counter` and `value`. Only the audio thread raises; the control side takes the value
+    /// with `exchange(0)`, so a race between them moves a figure to the next report, never loses the larger one.
+    private static func raise(_ counter: borrowing Atomic<Int>, to value: Int) {
+        if value > counter.load(ordering: .relaxed) { counter.store(value, ordering: .relaxed) }
+    }
+
+    private func sleepFor(_ duration: Duration) {
+        var request = timespec(
+            tv_sec: Int(duration.nanoseconds / 1_000_000_000),
+            tv_nsec: Int(duration.nanoseconds % 1_000_000_000)
+        )
+        var left = timespec()
+        while nanosleep(&request, &left) == -1 && errno == EINTR { request = left }
+    }
+}

@@ -1,0 +1,82 @@
+import HushALSA
+import HushCore
+import HushMixer
+import HushSystem
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Feeds a live ALSA capture device into a ``SampleRing`` for the mixer: the capture side of snd-aloop, where
+/// mpd, librespot or `aplay -D hw:Loopback,0,1` play, becomes a voice on the music bus.
+///
+/// A thread of its own ("hush-capture") reads a period at a time, converts it to float and writes it to the ring;
+/// what does not fit (the voice is paused) is dropped and counted, so a paused voice resumes with fresh audio,
+/// not with stale seconds.
+public final class CaptureFeeder: @unchecked Sendable {
+    public let ring: SampleRing
+    public let capture: ALSACapture
+    /// Frames dropped because the ring was full.
+    public let dropped = Atomic<Int>(0)
+    private let running = Atomic<Bool>(false)
+    private var thread: NamedThread?
+
+    /// Opens `pcm` for capture at the mixer's rate and channels.
+    public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int) throws(HardwareError) {
+        capture = try ALSACapture(
+            PlaybackConfiguration(
+                pcm: pcm,
+                sampleRate: sampleRate,
+                channels: channels,
+                format: .s16LE,
+                periodFrames: periodFrames,
+                periods: 4
+            )
+        )
+        guard capture.granted.sampleRate == sampleRate, capture.granted.channels == channels else {
+            throw HardwareError(
+                operation: "capture from",
+                device: "'\(pcm)'",
+                errno: EINVAL,
+                message: "it runs at \(capture.granted.sampleRate) Hz with \(capture.granted.channels) channels; "
+                    + "the mixer needs \(sampleRate) Hz with \(channels) (use a plug: PCM)"
+            )
+        }
+        ring = SampleRing(frames: max(4096, periodFrames * 8), channels: channels)
+    }
+
+    deinit { ring.deallocate() }
+
+    public func start() throws(HardwareError) {
+        running.store(true, ordering: .releasing)
+        do {
+            thread = try NamedThread(name: "hush-capture") { [self] in loop() }
+        } catch {
+            running.store(false, ordering: .releasing)
+            throw error
+        }
+    }
+
+    /// Stops the thread and waits for it.
+    public func stop() {
+        guard running.load(ordering: .acquiring), let thread else { return }
+        running.store(false, ordering: .releasing)
+        thread.join()
+        self.thread = nil
+    }
+
+    private func loop() {
+        let frames = capture.granted.periodFrames
+        let channels = capture.granted.channels
+        var pcm = [Int16](repeating: 0, count: frames * channels)
+        var float = [Float](repeating: 0, count: frames * channels)
+        while running.load(ordering: .relaxed) {
+            let read = pcm.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
+            guard read > 0 else { continue }
+            for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
+            let written = float.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: read) }
+            if written < read { dropped.add(read - written, ordering: .relaxed) }
+        }
+    }
+}
