@@ -64,6 +64,9 @@ public final class AudioOutputThread: @unchecked Sendable {
         public let deviceOpen = Atomic<Int>(0)
         /// Devices switched to at a route change.
         public let handovers = Atomic<Int>(0)
+        /// Route changes that cross-faded from the old device to the new one (the rest started from silence: the
+        /// old device was lost, or there was none).
+        public let crossfades = Atomic<Int>(0)
         /// The longest time from the start of one period to the start of the next, in nanoseconds, since the
         /// control side last took it (`exchange(0)`). About a period when all is well, since the blocking write
         /// paces the loop; far longer when the thread was held off — by the CPU, a higher-priority thread or a
@@ -107,6 +110,9 @@ public final class AudioOutputThread: @unchecked Sendable {
     public let counters = Counters()
     /// How long an underrun's fade-in lasts.
     public var recoveryFade: Duration = .milliseconds(5)
+    /// How long a route change between two devices cross-fades: both play, the old fading out as the new fades in,
+    /// so the move has no gap, no fade-in from silence and no jump in the waveform. At least one period.
+    public var crossfade: Duration = .milliseconds(5)
     /// The realtime priority to ask for (1–99); 0 keeps normal scheduling.
     public let priority: Int32
     private let running = Atomic<Bool>(false)
@@ -118,6 +124,14 @@ public final class AudioOutputThread: @unchecked Sendable {
     private var playback: (any PCMOutput)?
     /// A lost device's box that the audio thread could not hand back yet (the slot still held another).
     private var lostBox: UInt = 0
+    /// The device a route change moved away from, still written while the output cross-fades to the new one
+    /// (its box, 0 when no cross-fade runs), and that device.
+    private var fadingBox: UInt = 0
+    private var fading: (any PCMOutput)?
+    /// Frames of the cross-fade written so far, and the periods of silence still to write to the old device after
+    /// it so that the end of its fade plays out of its queue before the control side closes it.
+    private var fadePosition = 0
+    private var fadeTailPeriods = 0
     /// Opens a device for a configuration (ALSA by default; tests and the WAV fallback give their own). Called on
     /// the control side only, from ``service()``.
     private let open: @Sendable (PlaybackConfiguration) -> (any PCMOutput)?
@@ -210,9 +224,11 @@ public final class AudioOutputThread: @unchecked Sendable {
         self.thread = nil
         // The audio thread has ended: what it owned is the control side's now.
         playback = nil
-        for bits in [current, lostBox] where bits != 0 { Self.unbox(bits).device.close() }
+        fading = nil
+        for bits in [current, lostBox, fadingBox] where bits != 0 { Self.unbox(bits).device.close() }
         current = 0
         lostBox = 0
+        fadingBox = 0
         reap()
         if let pending = take(incoming) { pending.device.close() }
         nextReopening = nil
@@ -341,13 +357,22 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// close (closing a PCM is I/O and may block: not here).
     private func acceptHandover() {
         let bits = incoming.load(ordering: .relaxed)
-        guard bits != 0, lostBox == 0, outgoing.load(ordering: .acquiring) == 0 else { return }
+        guard bits != 0, lostBox == 0, fadingBox == 0, outgoing.load(ordering: .acquiring) == 0 else { return }
         guard incoming.compareExchange(expected: bits, desired: 0, ordering: .acquiringAndReleasing).exchanged else {
             return
         }
         let handed = Self.peek(bits)
-        if current != 0 {
-            // The box's own reference goes with it: nothing is retained, released or freed on this thread.
+        let crossfading = current != 0 && handed.reason == .route
+        if crossfading {
+            // The old device keeps playing while the new one fades in; it goes back to the control side when its
+            // fade has played out (``advanceCrossfade``). The box's own reference goes with it: nothing is
+            // retained, released or freed on this thread.
+            Self.peek(current).reason = .route
+            fadingBox = current
+            fading = playback
+            fadePosition = 0
+            fadeTailPeriods = fading?.granted.periods ?? 0
+        } else if current != 0 {
             Self.peek(current).reason = .route
             outgoing.store(current, ordering: .releasing)
         }
@@ -360,7 +385,70 @@ public final class AudioOutputThread: @unchecked Sendable {
         }
         // A route's device handed over while the old one was lost (or never there) is a device again.
         counters.deviceOpen.store(1, ordering: .relaxed)
-        engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+        if crossfading {
+            counters.crossfades.add(1, ordering: .relaxed)
+        } else {
+            // From silence: a device after a loss, or the first one.
+            engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+        }
+    }
+
+    /// On the audio thread, during a cross-fade: `mix` holds this period as floats. Writes it to the old device
+    /// faded out and leaves it in `output`, faded in, in the new device's format; after the fade, the old device
+    /// gets silence until its queue has played the fade out, then goes back to the control side.
+    ///
+    /// The two gains add up to one at every frame, and both devices get the same frames: a signal heard on both
+    /// (or summed, as the virtual board's check does) keeps its level and its phase through the move.
+    private func advanceCrossfade(
+        mix: UnsafeMutablePointer<Float>,
+        scaled: UnsafeMutablePointer<Float>,
+        oldOutput: UnsafeMutableRawPointer,
+        output: UnsafeMutableRawPointer,
+        newFormat: SampleFormat
+    ) {
+        guard let old = fading else { return }
+        let frames = granted.periodFrames
+        let channels = granted.channels
+        let samples = frames * channels
+        let length = max(Int(engine.format.frames(crossfade)), frames)
+        if fadePosition < length {
+            // Fading: the new device's gain rises from 0 to 1 over `length` frames, the old one's falls with it.
+            let step = 1 / Float(length)
+            for frame in 0..<frames {
+                let gain = min(1, Float(fadePosition + frame + 1) * step)
+                for channel in 0..<channels {
+                    let index = frame * channels + channel
+                    scaled[index] = mix[index] * (1 - gain)
+                    mix[index] *= gain
+                }
+            }
+            SampleConversion.write(scaled, count: samples, to: oldOutput, format: old.granted.format)
+            fadePosition += frames
+        } else {
+            // Zero bits are silence in every sample format.
+            oldOutput.initializeMemory(as: UInt8.self, repeating: 0, count: samples * 4)
+            fadeTailPeriods -= 1
+        }
+        SampleConversion.write(mix, count: samples, to: output, format: newFormat)
+        let result = old.write(oldOutput, frames: frames)
+        // A device that went away or failed while fading out has nothing more to play: let it go now.
+        let done = fadePosition >= length && fadeTailPeriods <= 0
+        if case .written = result, !done { return }
+        if case .recovered = result, !done { return }
+        finishCrossfade()
+    }
+
+    /// Hands the faded-out device back to the control side (once the slot is free), ending the cross-fade.
+    private func finishCrossfade() {
+        guard fadingBox != 0 else { return }
+        guard outgoing.compareExchange(expected: 0, desired: fadingBox, ordering: .acquiringAndReleasing).exchanged
+        else {
+            // The slot still holds another device: keep the old one silent one more period.
+            fadeTailPeriods = 0
+            return
+        }
+        fadingBox = 0
+        fading = nil
     }
 
     /// On the audio thread: the device is gone. It is not closed here (the kernel frees a removed card only when its
@@ -389,9 +477,19 @@ public final class AudioOutputThread: @unchecked Sendable {
     private func loop() {
         let frames = granted.periodFrames
         // Room for the widest sample format: a route's device may take another format than the first one.
-        let bytes = frames * granted.channels * 4
+        let samples = frames * granted.channels
+        let bytes = samples * 4
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
         defer { buffer.deallocate() }
+        // For cross-fades: the period as floats, the old device's share, and the old device's bytes.
+        let mix = UnsafeMutablePointer<Float>.allocate(capacity: samples)
+        let scaled = UnsafeMutablePointer<Float>.allocate(capacity: samples)
+        let oldOutput = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 16)
+        defer {
+            mix.deallocate()
+            scaled.deallocate()
+            oldOutput.deallocate()
+        }
         // Without a device, how often to look for one: a period, within 1–10 ms.
         let idle = Duration.nanoseconds(min(max(frames * 1_000_000_000 / granted.sampleRate, 1_000_000), 10_000_000))
         // When the last period started; 0 until a period is written on the current device.
@@ -412,7 +510,18 @@ public final class AudioOutputThread: @unchecked Sendable {
             let start = Self.monotonicNanoseconds()
             if previousStart != 0 { Self.raise(counters.longestGap, to: start - previousStart) }
             previousStart = start
-            engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
+            if fadingBox != 0 {
+                engine.render(frames: frames, into: UnsafeMutableRawPointer(mix), sampleFormat: .floatLE)
+                advanceCrossfade(
+                    mix: mix,
+                    scaled: scaled,
+                    oldOutput: oldOutput,
+                    output: buffer,
+                    newFormat: device.granted.format
+                )
+            } else {
+                engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
+            }
             Self.raise(counters.longestRender, to: Self.monotonicNanoseconds() - start)
             counters.periods.add(1, ordering: .relaxed)
             switch device.write(buffer, frames: frames) {

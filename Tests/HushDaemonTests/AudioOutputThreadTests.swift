@@ -289,4 +289,104 @@ struct AudioOutputThreadTests {
         #expect(witness.allocations.load(ordering: .relaxed) == 0, "allocations on the audio thread")
         #expect(witness.frees.load(ordering: .relaxed) == 0, "frees on the audio thread")
     }
+
+    /// A device that keeps every sample of its first `capacity` writes (preallocated), paced like a device.
+    final class RecordingOutput: PCMOutput, @unchecked Sendable {
+        let granted = PlaybackConfiguration(pcm: "recording", format: .floatLE, periodFrames: 240, periods: 2)
+        let capacity = 40
+        let samples: UnsafeMutablePointer<Float>
+        let writes = Atomic<Int>(0)
+        let closed = Atomic<Bool>(false)
+        var perWrite: Int { granted.periodFrames * granted.channels }
+
+        init() {
+            samples = .allocate(capacity: capacity * 240 * 2)
+            samples.initialize(repeating: .nan, count: capacity * 240 * 2)
+        }
+
+        deinit { samples.deallocate() }
+
+        func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+            let count = writes.load(ordering: .relaxed)
+            if count < capacity {
+                (samples + count * perWrite).update(
+                    from: buffer.assumingMemoryBound(to: Float.self),
+                    count: perWrite
+                )
+            }
+            writes.store(count + 1, ordering: .releasing)
+            usleep(useconds_t(granted.periodFrames * 1_000_000 / granted.sampleRate))
+            return .written
+        }
+
+        /// Every sample of write `index` (0-based).
+        func write(_ index: Int) -> [Float] {
+            Array(UnsafeBufferPointer(start: samples + index * perWrite, count: perWrite))
+        }
+
+        func close() { closed.store(true, ordering: .relaxed) }
+    }
+
+    @Test(
+        "a route change cross-fades: both devices play the same frames, their gains add up to one, the old one plays its fade out"
+    )
+    func routeChangeCrossfades() throws {
+        let old = RecordingOutput()
+        let new = RecordingOutput()
+        // The controller keeps the steady sound's buffer alive while the engine plays it.
+        let (engine, controller) = try Self.steadyEngine()
+        defer { withExtendedLifetime(controller) {} }
+        let thread = AudioOutputThread(
+            engine: engine,
+            output: old,
+            requested: old.granted,
+            priority: 0,
+            logger: Logger(label: "test"),
+            open: { _ in nil }
+        )
+        // Two periods of 240 frames: the ramp crosses a period boundary.
+        thread.crossfade = .milliseconds(10)
+        try thread.start()
+        var handedAt = -1
+        let served = Self.serve(thread) {
+            if handedAt < 0 && old.writes.load(ordering: .acquiring) >= 8 {
+                handedAt = old.writes.load(ordering: .acquiring)
+                #expect(thread.handOver(new, requested: new.granted))
+            }
+            return new.writes.load(ordering: .acquiring) >= 12 && old.closed.load(ordering: .relaxed)
+        }
+        thread.stop()
+        #expect(served, "the new device played and the old one was closed")
+        #expect(thread.counters.crossfades.load(ordering: .relaxed) == 1)
+        // The steady level, from the new device once the move is over.
+        let level = new.write(11)[0]
+        #expect(level > 0.1, "the steady level: \(level)")
+        // The old device's writes: steady up to the move, then the two fading periods, then its queue's worth of
+        // silence, then nothing more (it went back to the control side, which closed it).
+        let oldWrites = old.writes.load(ordering: .acquiring)
+        let fadeAt = try #require(
+            ((handedAt - 1)..<oldWrites).first { old.write($0).contains { abs($0 - level) > 1e-6 } }
+        )
+        #expect(fadeAt <= handedAt + 1, "the fade began at the handover (write \(fadeAt), handed at \(handedAt))")
+        #expect(old.write(fadeAt - 1).allSatisfy { abs($0 - level) < 1e-6 }, "steady before the move")
+        #expect(oldWrites == fadeAt + 2 + old.granted.periods, "fade, then silence for the queue, then closed")
+        for index in (fadeAt + 2)..<oldWrites { #expect(old.write(index).allSatisfy { $0 == 0 }, "write \(index)") }
+        // The first two writes to the new device are the same frames as the old device's fading ones: at every
+        // frame and channel the two add up to the steady level, the new one rising, the old one falling.
+        var previous: Float = -1
+        for period in 0..<2 {
+            let faded = old.write(fadeAt + period)
+            let rising = new.write(period)
+            for sample in 0..<rising.count {
+                #expect(abs(faded[sample] + rising[sample] - level) < 1e-5, "period \(period), sample \(sample)")
+                if sample % 2 == 0 {
+                    #expect(rising[sample] > previous, "the new device's gain rises at every frame")
+                    previous = rising[sample]
+                }
+            }
+        }
+        #expect(abs(new.write(0)[0] - level / 480) < 1e-5, "the fade starts one frame's step above silence")
+        // After the fade the new device plays at the steady level: no second fade-in from silence.
+        for index in 2..<12 { #expect(new.write(index).allSatisfy { abs($0 - level) < 1e-6 }, "write \(index)") }
+    }
 }
