@@ -40,6 +40,7 @@ run: build
 test: deps lint architecture boards deploy-check
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
+	.ci/check-config-corpus.sh
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 	$(SWIFT) test
 	$(MAKE) fuzz-brief
