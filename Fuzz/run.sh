@@ -44,7 +44,7 @@ bin="$("${build[@]}" --show-bin-path)"
 # Every hush module must carry both libFuzzer's coverage counters (a __sancov_cntrs section) and
 # AddressSanitizer's checks (calls to __asan_*): a build with only one of them (as before the flag above) fuzzes
 # blind or unchecked, and proves nothing.
-for module in HushCore HushProtocol HushDaemon HushAudioFile; do
+for module in HushCore HushProtocol HushConfiguration HushConsole HushOutput HushRender HushAudioFile; do
     objects=("$bin/$module.build"/*.o)
     # grep reads everything (no -q): with pipefail, a writer cut short by grep's early exit fails the test.
     if [ ! -e "${objects[0]}" ] || ! objdump -h "${objects[@]}" | grep __sancov_cntrs >/dev/null ||
