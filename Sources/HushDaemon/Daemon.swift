@@ -353,8 +353,7 @@ public final class Daemon {
 
     /// "1.3 s", for the log and the console.
     static func seconds(_ duration: Duration) -> String {
-        let tenths = (duration.milliseconds + 50) / 100
-        return "\(tenths / 10).\(tenths % 10) s"
+        DecimalText.fixed(Double(duration.milliseconds) / 1000, places: 1) + " s"
     }
 
     /// Opens a route's PCM. A route switched back within a few periods (an override typed and cleared at once)
