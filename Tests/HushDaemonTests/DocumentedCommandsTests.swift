@@ -82,6 +82,21 @@ struct DocumentedCommandsTests {
         }
     }
 
+    @Test("the README's configuration example is a configuration hushd accepts, read as it says")
+    func readmeConfiguration() throws {
+        let readme = try Self.read("README.md")
+        let start = try #require(readme.range(of: "```toml\n"))
+        let end = try #require(readme[start.upperBound...].range(of: "```"))
+        let configuration = try HushdConfiguration.parse(
+            String(readme[start.upperBound..<end.lowerBound]),
+            file: "README"
+        )
+        #expect(configuration.output.pcm == "hw:CARD=sndrpihifiberry,DEV=0")
+        #expect(configuration.output.periodFrames == 64)
+        #expect(configuration.routes[.headphones]?.pcm == "hw:CARD=sndrpihifiberry,DEV=0")
+        #expect(configuration.inputs.count == 3, "silence switch, volume up, headphone jack")
+    }
+
     @Test("typed into hushd as make run starts it, every README command is carried out without an error")
     func readmeRunsOnTheBuiltInBoard() throws {
         let (monitor, policy) = try Self.readmeCommands()
