@@ -45,16 +45,11 @@ public struct HushRenderCommand: ParsableCommand {
     public init() {}
 
     public func run() throws {
-        let given: [(String, String?)] = [
-            ("--scenario", scenario), ("--out", out), ("--plot", plot), ("--events", events), ("--board", board),
-            ("--rate", rate), ("--channels", channels), ("--period", period), ("--soak", soak),
-        ]
         let status = RenderCommand.run(
-            Dictionary(
-                uniqueKeysWithValues: given.compactMap { key, value in
-                    value.map { (key, $0) }
-                }
-            )
+            given([
+                "--scenario": scenario, "--out": out, "--plot": plot, "--events": events, "--board": board,
+                "--rate": rate, "--channels": channels, "--period": period, "--soak": soak,
+            ])
         )
         if status != 0 { throw ExitCode(status) }
     }
@@ -91,17 +86,19 @@ public struct PlayCommandLine: ParsableCommand {
     public init() {}
 
     public func run() throws {
-        let given: [(String, String?)] = [
-            ("--scenario", scenario), ("--board", board), ("--pcm", pcm), ("--period", period),
-            ("--priority", priority),
-        ]
         let status = PlayCommand.run(
-            Dictionary(
-                uniqueKeysWithValues: given.compactMap { key, value in
-                    value.map { (key, $0) }
-                }
-            )
+            given([
+                "--scenario": scenario, "--board": board, "--pcm": pcm, "--period": period,
+                "--priority": priority,
+            ])
         )
         if status != 0 { throw ExitCode(status) }
     }
+}
+
+/// The options given on the command line, by flag: what RenderCommand and PlayCommand read.
+private func given(_ options: KeyValuePairs<String, String?>) -> [String: String] {
+    var given: [String: String] = [:]
+    for (flag, value) in options { given[flag] = value }
+    return given
 }

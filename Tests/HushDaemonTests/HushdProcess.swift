@@ -24,14 +24,14 @@ struct HushdTestFailure: Error, CustomStringConvertible {
 ///
 /// It runs under `setpriv --pdeathsig KILL`, so a test that crashes cannot leave it running; `user` runs it as
 /// another uid. The directory goes when the value does, after hushd was stopped.
-final class HushdProcess {
+final class HushdProcess: RunningHushd {
     let directory: String
     var socket: String { directory + "/control.sock" }
     let statePath: String
     var soundDirectory: String { directory + "/sounds" }
     var logPath: String { directory + "/hushd.log" }
     var configPath: String { directory + "/hushd.toml" }
-    private(set) var pid: pid_t = 0
+    var pid: pid_t = 0
     private let user: UInt32?
 
     /// Writes the configuration and starts hushd (see ``start()``).
@@ -122,55 +122,8 @@ final class HushdProcess {
             throw HushdTestFailure("cannot start \(hushd) through setpriv: \(String(cString: strerror(result)))")
         }
         pid = child
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            guard isRunning else {
-                throw HushdTestFailure("hushd exited at start-up; its log:\n\(log)")
-            }
-            if let probe = try? HushdConnection(path: socket) {
-                probe.close()
-                return
-            }
-            usleep(10_000)
-        }
-        throw HushdTestFailure("hushd did not answer on \(socket) within 10 s; its log:\n\(log)")
+        try waitForSocket(socket)
     }
-
-    /// Whether hushd is still running (a zombie counts as gone: it is reaped here).
-    var isRunning: Bool {
-        guard pid > 0 else { return false }
-        var status: Int32 = 0
-        let result = waitpid(pid, &status, WNOHANG)
-        if result == pid {
-            pid = 0
-            return false
-        }
-        return result == 0
-    }
-
-    /// Sends `signal` and waits for hushd to exit (SIGKILL after 10 s). Returns its wait status.
-    @discardableResult
-    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
-        guard pid > 0 else { return 0 }
-        kill(pid, signal)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(10)
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid || (result < 0 && errno != EINTR) { break }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                break
-            }
-            usleep(2000)
-        }
-        pid = 0
-        return status
-    }
-
-    /// hushd's log so far.
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     /// hushd's resident memory in KiB (VmRSS in /proc/PID/status).
     func residentKiB() throws -> Int {
@@ -339,5 +292,67 @@ final class HushdConnection {
             throw HushdTestFailure("not a JSON object from hushd: \(line)")
         }
         return object
+    }
+}
+
+/// What the tests' real hushd processes share: whether it runs, stopping it, its log, waiting for its socket.
+protocol RunningHushd: AnyObject {
+    /// hushd's process id, 0 once it has exited and been reaped.
+    var pid: pid_t { get set }
+    /// Where its standard output and standard error go.
+    var logPath: String { get }
+}
+
+extension RunningHushd {
+    /// Whether hushd is still running (a zombie counts as gone: it is reaped here).
+    var isRunning: Bool {
+        guard pid > 0 else { return false }
+        var status: Int32 = 0
+        let result = waitpid(pid, &status, WNOHANG)
+        if result == pid {
+            pid = 0
+            return false
+        }
+        return result == 0
+    }
+
+    /// Sends `signal` and waits for hushd to exit (SIGKILL after 10 s). Returns its wait status.
+    @discardableResult
+    func stop(_ signal: Int32 = SIGTERM) -> Int32 {
+        guard pid > 0 else { return 0 }
+        kill(pid, signal)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(10)
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid || (result < 0 && errno != EINTR) { break }
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                break
+            }
+            usleep(2000)
+        }
+        pid = 0
+        return status
+    }
+
+    /// hushd's log so far.
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until a Unix socket at `path` accepts a connection.
+    ///
+    /// - Throws: when hushd exits first or the socket does not answer in time, with hushd's log.
+    func waitForSocket(_ path: String, seconds: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            guard isRunning else { throw HushdTestFailure("hushd exited at start-up; its log:\n\(log)") }
+            if let probe = try? HushdConnection(path: path) {
+                probe.close()
+                return
+            }
+            usleep(10_000)
+        }
+        throw HushdTestFailure("hushd did not answer on \(path) within \(seconds) s; its log:\n\(log)")
     }
 }

@@ -18,9 +18,9 @@ import Glibc
 /// may write console lines to.
 ///
 /// It runs under `setpriv --pdeathsig KILL`, so a test that crashes cannot leave it running.
-final class SpawnedHushd {
+final class SpawnedHushd: RunningHushd {
     let logPath: String
-    private(set) var pid: pid_t = 0
+    var pid: pid_t = 0
     /// The write end of hushd's standard input, -1 once closed.
     private(set) var input: Int32 = -1
 
@@ -86,56 +86,4 @@ final class SpawnedHushd {
         stop()
         if input >= 0 { close(input) }
     }
-
-    /// Waits until a Unix socket at `path` accepts a connection.
-    ///
-    /// - Throws: when hushd exits first or the socket does not answer in time, with hushd's log.
-    func waitForSocket(_ path: String, seconds: Double = 10) throws {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            guard isRunning else { throw HushdTestFailure("hushd exited at start-up; its log:\n\(log)") }
-            if let probe = try? HushdConnection(path: path) {
-                probe.close()
-                return
-            }
-            usleep(10_000)
-        }
-        throw HushdTestFailure("hushd did not answer on \(path) within \(seconds) s; its log:\n\(log)")
-    }
-
-    /// Whether hushd is still running (a zombie is reaped and counts as gone).
-    var isRunning: Bool {
-        guard pid > 0 else { return false }
-        var status: Int32 = 0
-        let result = waitpid(pid, &status, WNOHANG)
-        if result == pid {
-            pid = 0
-            return false
-        }
-        return result == 0
-    }
-
-    /// Sends SIGTERM and waits for hushd to exit (SIGKILL after 10 s); returns its wait status.
-    @discardableResult
-    func stop() -> Int32 {
-        guard pid > 0 else { return 0 }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(10)
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid || (result < 0 && errno != EINTR) { break }
-            if Date() > deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                break
-            }
-            usleep(2000)
-        }
-        pid = 0
-        return status
-    }
-
-    /// hushd's output so far.
-    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 }
