@@ -17,6 +17,15 @@ public enum Category: String, Sendable, CaseIterable, Hashable, CustomStringConv
     /// Whether the silence switch silences this category (policy R1).
     public var isSilencedBySwitch: Bool { self == .ambient || self == .soloAmbient }
 
+    /// The bus a stream of this category plays on when it names none (the `hush` ALSA device without `BUS`):
+    /// `ambient` sound accompanies others, so it is an effect; everything else — music, a game's soundtrack, a
+    /// call's far end — plays on the music bus. The ringer bus is only ever chosen by name (a ringtone, an alarm).
+    /// The one rule; docs/applications.md shows it.
+    public var defaultBus: Bus { self == .ambient ? .effect : .music }
+
+    /// Whether a session of this category hears the microphone.
+    public var records: Bool { self == .record || self == .playAndRecord }
+
     public var description: String { rawValue }
 }
 

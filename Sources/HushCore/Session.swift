@@ -17,6 +17,35 @@ public struct ClientID: RawRepresentable, Hashable, Sendable, Comparable, Custom
     public static func < (a: ClientID, b: ClientID) -> Bool { a.rawValue < b.rawValue }
 }
 
+/// Identifies an application's stream through the `hush` ALSA device: one PCM an application opened, carried by
+/// one control-socket connection and a shared-memory ring (docs/protocol.md, "Streams").
+public struct StreamID: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public init(_ value: UInt64) { self.rawValue = value }
+    public var description: String { "stream \(rawValue)" }
+    public static func < (a: StreamID, b: StreamID) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Which way a stream's frames go.
+public enum StreamDirection: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// The application plays: frames go from it to a bus.
+    case playback
+    /// The application records: frames come from the microphone (or silence) to it.
+    case capture
+    public var description: String { rawValue }
+}
+
+/// The sample formats a stream may carry (interleaved, little-endian), as `hush_wire.h` numbers them.
+public enum StreamSampleFormat: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    case s16LE = "S16_LE"
+    case s32LE = "S32_LE"
+    case floatLE = "FLOAT_LE"
+    /// Bytes per sample.
+    public var bytes: Int { self == .s16LE ? 2 : 4 }
+    public var description: String { rawValue }
+}
+
 /// How a session wants to sound: its bus, category and options.
 public struct SessionConfiguration: Hashable, Sendable, CustomStringConvertible {
     public var bus: Bus

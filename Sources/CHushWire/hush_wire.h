@@ -1,0 +1,168 @@
+/*
+ * hush_wire.h: the shared-memory stream between hushd and the `hush` ALSA plugin (libasound_module_pcm_hush.so).
+ *
+ * One header for both sides: hushd imports it as the Swift module CHushWire, the plugin (C, loaded into mpd,
+ * GStreamer, Python...) includes it. docs/protocol.md ("Streams") tells the whole exchange; in short:
+ *
+ *   1. The plugin connects to hushd's control socket and sends an `open-stream` request (one JSON line) with the
+ *      category, bus, options, direction, rate, channels, sample format and buffer size the application chose.
+ *   2. hushd answers with one reply line and, in the same sendmsg, two descriptors (SCM_RIGHTS):
+ *      [0] a memfd holding `struct hush_wire_header` followed by the ring (sealed: it cannot shrink or grow, so
+ *          neither side can make the other fault), and [1] an eventfd hushd writes when the client should look
+ *          again (frames were consumed or produced while the client waits, the stream was released, it ended).
+ *   3. Frames move through the ring; `stream` requests on the same connection start, pause, resume, stop and
+ *      re-prepare the stream. Closing the connection ends the stream (and its session, as by rule R10).
+ *
+ * Counters only grow (64-bit, they never wrap in practice); a ring index is counter % ring_frames.
+ * Each side writes only its own fields. **hushd trusts nothing the client writes**: it keeps the geometry it made
+ * in its own memory and never reads it back, clamps client_frames into the window that is possible, and reads it
+ * once per period. A client can only spoil its own stream.
+ *
+ * Playback: the client writes frames at client_frames and then advances it; hushd reads from server_frames.
+ * Capture:  hushd writes frames at server_frames and then advances it; the client reads from client_frames.
+ */
+#ifndef HUSH_WIRE_H
+#define HUSH_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HUSH_WIRE_MAGIC 0x48555348u /* "HUSH" */
+#define HUSH_WIRE_VERSION 1u
+/* The ring starts here, one page into the memfd. */
+#define HUSH_WIRE_HEADER_BYTES 4096u
+
+/* Limits hushd enforces on open-stream (and the plugin's hw_params constraints offer). */
+#define HUSH_WIRE_MIN_RATE 8000u
+#define HUSH_WIRE_MAX_RATE 192000u
+#define HUSH_WIRE_MAX_CHANNELS 2u
+#define HUSH_WIRE_MIN_RING_FRAMES 256u
+#define HUSH_WIRE_MAX_RING_FRAMES 262144u
+
+enum hush_wire_direction {
+    HUSH_WIRE_PLAYBACK = 0,
+    HUSH_WIRE_CAPTURE = 1,
+};
+
+/* Sample formats, interleaved, little-endian. */
+enum hush_wire_format {
+    HUSH_WIRE_S16_LE = 1,
+    HUSH_WIRE_S32_LE = 2,
+    HUSH_WIRE_FLOAT_LE = 3,
+};
+
+/* client_flags: what the client tells hushd without a round trip. */
+enum hush_wire_client_flag {
+    /* The client sleeps on the eventfd until the ring has room (playback) or frames (capture). */
+    HUSH_WIRE_CLIENT_WAITING = 1u << 0,
+    /* Playback: no more frames will come; an empty ring is the end, not an underrun. */
+    HUSH_WIRE_CLIENT_DRAINING = 1u << 1,
+};
+
+/* server_state: what hushd does with the stream now. */
+enum hush_wire_state {
+    /* Opened, not started: nothing is consumed (playback) or produced (capture). */
+    HUSH_WIRE_STATE_PREPARED = 0,
+    /* Consumed (playback) or produced (capture) at the real rate. */
+    HUSH_WIRE_STATE_RUNNING = 1,
+    /* Held by the policy (interrupted, unplugged, paused by a media key): playback is not consumed and its
+       position and delay are frozen; capture still receives silence at the real rate. */
+    HUSH_WIRE_STATE_HELD = 2,
+    /* Paused by the application (snd_pcm_pause). */
+    HUSH_WIRE_STATE_PAUSED = 3,
+    /* The stream is over (hushd stops, or ended it): the plugin fails with -ENODEV. */
+    HUSH_WIRE_STATE_CLOSED = 4,
+};
+
+/* server_flags: */
+enum hush_wire_server_flag {
+    /* Playback: the stream is at gain 0 (silence switch, R1), still consumed at the real rate. */
+    HUSH_WIRE_SERVER_SILENCED = 1u << 0,
+    /* Capture: the frames are the microphone's (else silence: the stream is not allowed to hear it). */
+    HUSH_WIRE_SERVER_MICROPHONE = 1u << 1,
+};
+
+/*
+ * The first page of the memfd. Geometry first (hushd writes it once, before passing the memfd), then the client's
+ * fields and hushd's fields on cache lines of their own. Accessed through the functions below only.
+ */
+struct hush_wire_header {
+    /* Geometry: written by hushd before the memfd is passed; hushd never reads it back. */
+    uint32_t magic;
+    uint32_t version;
+    uint32_t header_bytes;  /* == HUSH_WIRE_HEADER_BYTES: where the ring starts */
+    uint32_t direction;     /* enum hush_wire_direction */
+    uint32_t format;        /* enum hush_wire_format */
+    uint32_t channels;      /* 1 or 2 */
+    uint32_t rate;          /* frames per second */
+    uint32_t frame_bytes;   /* channels * sample size */
+    uint32_t ring_frames;   /* capacity; the ring is ring_frames * frame_bytes bytes */
+    uint32_t period_frames; /* hushd's mixer period at the stream's rate, rounded up: the wake-up granularity */
+    uint64_t stream_id;     /* as status and the log name it */
+    uint8_t reserved0[16];
+
+    /* Written by the client only. */
+    uint64_t client_frames; /* playback: frames written; capture: frames read */
+    uint32_t client_flags;  /* enum hush_wire_client_flag */
+    uint32_t wake_frames;   /* wake me when this many frames are free (playback) or ready (capture); 0: each period */
+    uint8_t reserved1[48];
+
+    /* Written by hushd only (the client's writes here are overwritten and never read). */
+    uint64_t server_frames;       /* playback: frames consumed; capture: frames written */
+    uint64_t played_frames;       /* playback: frames that have reached the output device's end */
+    uint64_t server_time_ns;      /* CLOCK_MONOTONIC when server_frames last moved */
+    uint64_t underrun_frames;     /* playback: frames hushd wanted and the ring did not have (while running) */
+    uint64_t overrun_frames;      /* capture: frames dropped because the client did not read them */
+    uint32_t delay_frames;        /* frames between server_frames and the speaker (resampler + mixer + device) */
+    uint32_t server_state;        /* enum hush_wire_state */
+    uint32_t server_flags;        /* enum hush_wire_server_flag */
+    uint8_t reserved2[12];
+};
+
+_Static_assert(offsetof(struct hush_wire_header, magic) == 0, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, period_frames) == 36, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, stream_id) == 40, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, client_frames) == 64, "client fields start a cache line");
+_Static_assert(offsetof(struct hush_wire_header, client_flags) == 72, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, wake_frames) == 76, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, server_frames) == 128, "server fields start a cache line");
+_Static_assert(offsetof(struct hush_wire_header, delay_frames) == 168, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, server_flags) == 176, "hush_wire_header layout");
+_Static_assert(sizeof(struct hush_wire_header) == 192, "hush_wire_header is three cache lines");
+_Static_assert(sizeof(struct hush_wire_header) <= HUSH_WIRE_HEADER_BYTES, "the header fits its page");
+
+/* Bytes per sample of a format; 0 for one hush does not know. */
+static inline uint32_t hush_wire_sample_bytes(uint32_t format) {
+    switch (format) {
+    case HUSH_WIRE_S16_LE: return 2;
+    case HUSH_WIRE_S32_LE: return 4;
+    case HUSH_WIRE_FLOAT_LE: return 4;
+    default: return 0;
+    }
+}
+
+/* Total size of the memfd for a geometry. */
+static inline uint64_t hush_wire_total_bytes(uint32_t ring_frames, uint32_t frame_bytes) {
+    return (uint64_t)HUSH_WIRE_HEADER_BYTES + (uint64_t)ring_frames * frame_bytes;
+}
+
+/* The ring's first byte. */
+static inline uint8_t *hush_wire_ring(struct hush_wire_header *header) {
+    return (uint8_t *)header + HUSH_WIRE_HEADER_BYTES;
+}
+
+/*
+ * Shared fields, with the ordering each needs: a counter is stored with release after the frames it covers are
+ * written, and loaded with acquire before they are read. Plain integers and compiler builtins, so the struct reads
+ * the same in C and in Swift.
+ */
+static inline uint64_t hush_wire_load64(const uint64_t *field) { return __atomic_load_n(field, __ATOMIC_ACQUIRE); }
+static inline void hush_wire_store64(uint64_t *field, uint64_t value) {
+    __atomic_store_n(field, value, __ATOMIC_RELEASE);
+}
+static inline uint32_t hush_wire_load32(const uint32_t *field) { return __atomic_load_n(field, __ATOMIC_ACQUIRE); }
+static inline void hush_wire_store32(uint32_t *field, uint32_t value) {
+    __atomic_store_n(field, value, __ATOMIC_RELEASE);
+}
+
+#endif
