@@ -4,7 +4,13 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/signalfd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <errno.h>
 
 extern int pthread_setname_np(pthread_t thread, const char *name);
 
@@ -22,6 +28,37 @@ extern int ptsname_r(int fd, char *buf, size_t buflen);
 static inline size_t clinux_malloc_bytes_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;
+}
+
+/// A memfd of `bytes` bytes, sealed so that no one who holds it can shrink or grow it (a client that shrank a
+/// stream's memory under hushd would make hushd fault on its next read) or change the seals. Close-on-exec.
+/// Returns the descriptor, or -errno.
+extern int memfd_create(const char *name, unsigned int flags);
+static inline int clinux_sealed_memfd(const char *name, off_t bytes) {
+    // MFD_CLOEXEC | MFD_ALLOW_SEALING; F_ADD_SEALS with F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW (glibc names them
+    // only under _GNU_SOURCE, which Swift's Glibc module does not define).
+    int fd = memfd_create(name, 0x0001U | 0x0002U);
+    if (fd < 0) return -errno;
+    if (ftruncate(fd, bytes) != 0 || fcntl(fd, 1033 /* F_ADD_SEALS */, 0x0001 | 0x0002 | 0x0004) != 0) {
+        int error = errno;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
+/// A non-blocking, close-on-exec eventfd at 0, or -errno.
+static inline int clinux_eventfd(void) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+/// Adds one to an eventfd (never blocks: it is non-blocking and a full counter just stays full). The one system
+/// call the audio thread makes for a stream, at most once per period.
+static inline void clinux_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    ssize_t written = write(fd, &one, sizeof one);
+    (void)written;
 }
 
 #endif

@@ -20,6 +20,7 @@ public final class MixerController {
     private var slots: [SessionID: Int32] = [:]
     private var buffers: [Int32: AudioBuffer] = [:]
     private var rings: [Int32: SampleRing] = [:]
+    private var pulls: [Int32: UnsafeMutableRawPointer] = [:]
     private var releasing: Set<Int32> = []
     private var gains: [SessionID: Gain] = [:]
     private var pending: [MixerCommand] = []
@@ -77,6 +78,27 @@ public final class MixerController {
                 gain: (gains[session] ?? .unity).linear
             )
         )
+    }
+
+    /// Gives `session` a source the engine pulls frames from (an application's stream). The caller keeps the
+    /// pull's context alive until ``isReleased(pull:)`` says no voice calls it any more.
+    public func attach(_ session: SessionID, bus: Bus, pull: VoicePull) throws(AttachError) {
+        let slot = try claimSlot(for: session)
+        pulls[slot] = pull.context
+        send(
+            .attach(
+                voice: slot,
+                bus: bus.index,
+                source: VoiceSource(pull),
+                loop: false,
+                gain: (gains[session] ?? .unity).linear
+            )
+        )
+    }
+
+    /// Whether no voice calls the pull with this context any more (so the context may be freed).
+    public func isReleased(pull context: UnsafeMutableRawPointer) -> Bool {
+        !pulls.values.contains(context)
     }
 
     /// Whether no voice reads `ring` any more (so it may be freed).
@@ -151,6 +173,7 @@ public final class MixerController {
                 releasing.remove(voice)
                 buffers[voice] = nil
                 rings[voice] = nil
+                pulls[voice] = nil
             case .peaks(let effect, let music, let ringer):
                 peaks = [.effect: effect, .music: music, .ringer: ringer]
                 onPeaks(peaks)

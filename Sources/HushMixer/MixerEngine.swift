@@ -192,7 +192,7 @@ public final class MixerEngine: @unchecked Sendable {
     /// Adds one voice's frames, times its gain, its fade and its bus's gain, into the mix.
     private func mix(voice index: Int, frames: Int) {
         let v = voices + index
-        guard let source = v.pointee.source, source.frameCount > 0 || source.ring != nil else {
+        guard let source = v.pointee.source, source.frameCount > 0 || source.ring != nil || source.pull != nil else {
             v.pointee.playing = false
             return
         }
@@ -219,7 +219,14 @@ public final class MixerEngine: @unchecked Sendable {
         while done < audible {
             let chunk: Int
             let input: UnsafePointer<Float>
-            if let ring = source.ring {
+            if let pull = source.pull {
+                // An application's stream: it converts its own frames to the mixer's rate; a short answer is
+                // silence (the stream counts its own underrun, alone).
+                chunk = audible - done
+                let got = max(0, min(chunk, pull.render(pull.context, ringScratch, chunk)))
+                (ringScratch + got * source.channels).update(repeating: 0, count: (chunk - got) * source.channels)
+                input = UnsafePointer(ringScratch)
+            } else if let ring = source.ring {
                 // Live or streamed: take what has arrived; what has not plays as silence (counted by the ring).
                 chunk = audible - done
                 let got = ring.read(into: ringScratch, frames: chunk)
@@ -238,7 +245,7 @@ public final class MixerEngine: @unchecked Sendable {
             default: MixKernels.stereoToStereo(input, g, out, frames: chunk, peak: &peak)
             }
             done += chunk
-            if source.ring != nil { continue }
+            if source.ring != nil || source.pull != nil { continue }
             v.pointee.position += chunk
             if v.pointee.position >= source.frameCount {
                 v.pointee.position = 0

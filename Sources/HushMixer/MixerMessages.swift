@@ -8,6 +8,9 @@ public struct VoiceSource: BitwiseCopyable, @unchecked Sendable {
     /// A live or streamed source: frames come from this ring as they arrive (position and looping do not apply;
     /// frames that are late play as silence).
     public var ring: SampleRing?
+    /// A source that produces its frames when asked (an application's stream through the `hush` ALSA device): the
+    /// engine calls it for the frames it is about to mix, on the audio thread. Position and looping do not apply.
+    public var pull: VoicePull?
 
     public init(_ buffer: AudioBuffer) {
         samples = UnsafePointer(buffer.samples)
@@ -21,6 +24,41 @@ public struct VoiceSource: BitwiseCopyable, @unchecked Sendable {
         channels = ring.channels
         self.ring = ring
     }
+
+    public init(_ pull: VoicePull) {
+        // A valid pointer that is never read (the pull fills the engine's scratch buffer instead).
+        samples = UnsafePointer(pull.scratchSentinel)
+        frameCount = 0
+        channels = pull.channels
+        self.pull = pull
+    }
+}
+
+/// A source the engine asks for frames: a C function and its context, so the call neither retains nor allocates.
+///
+/// `render(context, destination, frames)` writes up to `frames` interleaved frames of `channels` channels at the
+/// mixer's rate and returns how many it wrote; the engine plays the rest of the period as silence. It is called only
+/// while the voice renders (a paused voice is not asked: its source is held), from the audio thread, and must not
+/// allocate, lock or block.
+public struct VoicePull: BitwiseCopyable, @unchecked Sendable {
+    public typealias Render = @convention(c) (UnsafeMutableRawPointer, UnsafeMutablePointer<Float>, Int) -> Int
+    public var context: UnsafeMutableRawPointer
+    public var render: Render
+    public var channels: Int
+
+    public init(context: UnsafeMutableRawPointer, channels: Int, render: Render) {
+        precondition(channels == 1 || channels == 2, "a pulled voice is mono or stereo")
+        self.context = context
+        self.render = render
+        self.channels = channels
+    }
+
+    static let sentinel: UnsafeMutablePointer<Float> = {
+        let pointer = UnsafeMutablePointer<Float>.allocate(capacity: 1)
+        pointer.initialize(to: 0)
+        return pointer
+    }()
+    var scratchSentinel: UnsafeMutablePointer<Float> { Self.sentinel }
 }
 
 /// What the control side tells the real-time engine. Plain values only, so they cross the ring without allocation.
