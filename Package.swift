@@ -37,6 +37,9 @@ let package = Package(
         .systemLibrary(name: "CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CLinux"),
+        // The shared-memory stream layout (hush_wire.h), shared with the `hush` ALSA plugin, which is C and built
+        // by the Makefile (Sources/hush-alsa-plugin): a SwiftPM library would carry the Swift runtime into mpd.
+        .systemLibrary(name: "CHushWire"),
         .systemLibrary(name: "CSamplerate", pkgConfig: "samplerate", providers: [.apt(["libsamplerate0-dev"])]),
 
         // toml++ (libtomlplusplus-dev, header-only C++) behind a plain C API: hushd's configuration parser. Its
@@ -103,6 +106,11 @@ let package = Package(
             ]
         ),
         // Sound out: the real-time audio thread, PCM outputs and the WAV fallback, sounds fed to the mixer.
+        // Applications' streams through the `hush` ALSA device: shared memory, the playback voice, capture delivery.
+        .target(
+            name: "HushStreams",
+            dependencies: ["CHushWire", "CLinux", "HushCore", "HushMixer", "HushAudioFile"]
+        ),
         .target(
             name: "HushOutput",
             dependencies: [
@@ -131,6 +139,7 @@ let package = Package(
             dependencies: [
                 "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
                 "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput", "HushControlServer",
+                "HushStreams", "CHushWire",
                 "HushRender", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -181,7 +190,8 @@ let package = Package(
             dependencies: [
                 "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
                 "HushAudioFile", "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput",
-                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter",
+                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter", "HushStreams",
+                "CHushWire",
             ],
             resources: [.copy("Fixtures")]
         ),

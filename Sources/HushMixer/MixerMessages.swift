@@ -53,7 +53,7 @@ public struct VoicePull: BitwiseCopyable, @unchecked Sendable {
         self.channels = channels
     }
 
-    static let sentinel: UnsafeMutablePointer<Float> = {
+    nonisolated(unsafe) static let sentinel: UnsafeMutablePointer<Float> = {
         let pointer = UnsafeMutablePointer<Float>.allocate(capacity: 1)
         pointer.initialize(to: 0)
         return pointer
@@ -99,5 +99,18 @@ extension Bus {
         case .music: 1
         case .ringer: 2
         }
+    }
+}
+
+/// Work the audio thread does once per period after the mix (an application's capture streams get their frames):
+/// a C function and its context, so the call neither retains nor allocates. Same rules as ``VoicePull``.
+public struct PeriodHook: BitwiseCopyable, @unchecked Sendable {
+    public typealias Call = @convention(c) (UnsafeMutableRawPointer, Int) -> Void
+    public var context: UnsafeMutableRawPointer
+    public var call: Call
+
+    public init(context: UnsafeMutableRawPointer, call: Call) {
+        self.context = context
+        self.call = call
     }
 }

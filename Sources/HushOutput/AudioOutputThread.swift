@@ -115,6 +115,11 @@ public final class AudioOutputThread: @unchecked Sendable {
     public var crossfade: Duration = .milliseconds(5)
     /// The realtime priority to ask for (1–99); 0 keeps normal scheduling.
     public let priority: Int32
+    /// Called on the audio thread after each period's mix, with the period's frames (capture streams). Set before
+    /// ``start()``.
+    public var periodHook: PeriodHook?
+    /// Frames the device holds after a write: how far behind the mix the speaker is (a stream's delay).
+    public var queuedFrames: Int { granted.periodFrames * max(1, granted.periods) }
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
     /// The box of the device the audio thread writes to (0 while it has none), with the reference it holds: owned
@@ -522,6 +527,7 @@ public final class AudioOutputThread: @unchecked Sendable {
             } else {
                 engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
             }
+            if let hook = periodHook { hook.call(hook.context, frames) }
             Self.raise(counters.longestRender, to: Self.monotonicNanoseconds() - start)
             counters.periods.add(1, ordering: .relaxed)
             switch device.write(buffer, frames: frames) {

@@ -1,0 +1,122 @@
+import HushCore
+import HushMixer
+
+/// Hands the microphone to the capture streams, once per period, on the audio thread: the one place where the
+/// microphone's frames are read, so every stream of a period gets the same frames (a call and a recorder hear the
+/// same thing), and where a stream that may not hear them gets silence instead.
+///
+/// Streams come and go through a command ring, as voices do; a removed stream is confirmed through ``released``
+/// before its memory may be freed.
+public final class CaptureRouter: @unchecked Sendable {
+    public static let capacity = 64
+    private enum Command: BitwiseCopyable {
+        case add(UnsafeMutableRawPointer)
+        case remove(UnsafeMutableRawPointer)
+    }
+    private let commands = SPSCRing<Command>(capacity: 256)
+    private let releasedRing = SPSCRing<UnsafeMutableRawPointer>(capacity: 256)
+    private let slots: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    private var count = 0
+    /// The microphone (a capture feeder's ring at the mixer's rate), or nil: silence for everyone.
+    public let microphone: SampleRing?
+    private let scratch: UnsafeMutablePointer<Float>
+    private let maxFrames: Int
+    /// Control side: streams added and not yet confirmed released.
+    private var held: [ObjectIdentifier: CaptureStream] = [:]
+    private var pendingCommands: [Command] = []
+
+    public init(microphone: SampleRing?, maxFrames: Int) {
+        self.microphone = microphone
+        self.maxFrames = maxFrames
+        slots = .allocate(capacity: Self.capacity)
+        slots.initialize(repeating: nil, count: Self.capacity)
+        let channels = microphone?.channels ?? 2
+        scratch = .allocate(capacity: maxFrames * channels)
+        scratch.initialize(repeating: 0, count: maxFrames * channels)
+    }
+
+    deinit {
+        slots.deallocate()
+        scratch.deallocate()
+        commands.deallocate()
+        releasedRing.deallocate()
+    }
+
+    /// The hook the audio thread calls after each period's mix.
+    public var hook: PeriodHook {
+        PeriodHook(context: Unmanaged.passUnretained(self).toOpaque()) { context, frames in
+            Unmanaged<CaptureRouter>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.period(frames: frames) }
+        }
+    }
+
+    /// Control side: whether another stream fits.
+    public var hasRoom: Bool { held.count < Self.capacity }
+
+    /// Control side: starts handing periods to `stream` (it keeps them until ``remove(_:)``).
+    public func add(_ stream: CaptureStream) {
+        held[ObjectIdentifier(stream)] = stream
+        send(.add(Unmanaged.passUnretained(stream).toOpaque()))
+    }
+
+    /// Control side: stops handing periods to `stream`; it is let go once the audio thread confirms.
+    public func remove(_ stream: CaptureStream) {
+        send(.remove(Unmanaged.passUnretained(stream).toOpaque()))
+    }
+
+    /// Control side: lets go of the streams the audio thread no longer touches.
+    public func reap() {
+        flush()
+        while let pointer = releasedRing.pop() {
+            let stream = Unmanaged<CaptureStream>.fromOpaque(pointer).takeUnretainedValue()
+            held[ObjectIdentifier(stream)] = nil
+        }
+    }
+
+    private func send(_ command: Command) {
+        flush()
+        if !pendingCommands.isEmpty || !commands.push(command) { pendingCommands.append(command) }
+    }
+
+    private func flush() {
+        while let first = pendingCommands.first, commands.push(first) { pendingCommands.removeFirst() }
+    }
+
+    /// Audio thread.
+    func period(frames: Int) {
+        let frames = min(frames, maxFrames)
+        while let command = commands.pop() {
+            switch command {
+            case .add(let pointer):
+                guard count < Self.capacity else { continue }
+                slots[count] = pointer
+                count += 1
+            case .remove(let pointer):
+                for index in 0..<count where slots[index] == pointer {
+                    slots[index] = slots[count - 1]
+                    slots[count - 1] = nil
+                    count -= 1
+                    break
+                }
+                // The control side holds a reference until this arrives; a full ring is retried next period.
+                _ = releasedRing.push(pointer)
+            }
+        }
+        var source: UnsafePointer<Float>?
+        var channels = 2
+        if let microphone {
+            // Read every period, streams or not, so the microphone is always fresh; late frames are silence.
+            channels = microphone.channels
+            let got = microphone.read(into: scratch, frames: frames)
+            (scratch + got * channels).update(repeating: 0, count: (frames - got) * channels)
+            source = UnsafePointer(scratch)
+        }
+        for index in 0..<count {
+            guard let pointer = slots[index] else { continue }
+            Unmanaged<CaptureStream>.fromOpaque(pointer)._withUnsafeGuaranteedRef { stream in
+                if stream.running.load(ordering: .relaxed) {
+                    stream.deliver(source, channels: channels, frames: frames)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+import CHushWire
+import HushAudioFile
+import HushCore
+import HushMixer
+import Synchronization
+
+/// An application's capture stream: each period the audio thread hands it the microphone's frames — or silence,
+/// when the policy does not let it hear them — at the real rate, converted to the stream's rate, channels and
+/// format, into the shared ring.
+///
+/// The real rate matters: a call's clock runs on the frames it receives, so a stream that may not hear the
+/// microphone gets silence, never nothing. A client that does not read loses the newest frames (counted as
+/// overrun); hushd never waits for it.
+///
+/// - Important: ``deliver(_:channels:frames:)`` runs on the audio thread.
+public final class CaptureStream: @unchecked Sendable {
+    public let memory: StreamMemory
+    public let geometry: StreamGeometry
+    let converter: RateConverter?
+    let channels: Int
+    let ringFrames: UInt64
+    let frameBytes: Int
+    private var written: UInt64 = 0
+    /// The period's frames in the stream's channel count (mixer rate), then at the stream's rate.
+    private let mapped: UnsafeMutablePointer<Float>
+    private let converted: UnsafeMutablePointer<Float>
+    private let convertedCapacity: Int
+
+    // Control side → audio thread.
+    /// Started by the application (else nothing is delivered).
+    public let running = Atomic<Bool>(false)
+    /// The policy lets this stream hear the microphone (active, not interrupted, re-activated since).
+    public let allowed = Atomic<Bool>(false)
+
+    // Audio thread → control side.
+    /// Frames dropped because the client did not read them.
+    public let overrunFrames = Atomic<Int>(0)
+    /// Periods in which the client's counter was impossible (and clamped).
+    public let violations = Atomic<Int>(0)
+    /// Whether the last period delivered microphone frames (not silence).
+    public let hearing = Atomic<Bool>(false)
+
+    public init(memory: StreamMemory, mixerRate: Int, maxFrames: Int) throws(StreamError) {
+        self.memory = memory
+        geometry = memory.geometry
+        precondition(geometry.direction == .capture)
+        channels = geometry.channels
+        ringFrames = UInt64(geometry.ringFrames)
+        frameBytes = geometry.frameBytes
+        if geometry.rate != mixerRate {
+            do {
+                converter = try RateConverter(channels: channels, from: mixerRate, to: geometry.rate)
+            } catch {
+                throw StreamError(error.description)
+            }
+        } else {
+            converter = nil
+        }
+        mapped = .allocate(capacity: maxFrames * channels)
+        mapped.initialize(repeating: 0, count: maxFrames * channels)
+        convertedCapacity = Int((Double(maxFrames) * Double(geometry.rate) / Double(mixerRate)).rounded(.up)) + 64
+        converted = .allocate(capacity: convertedCapacity * channels)
+        converted.initialize(repeating: 0, count: convertedCapacity * channels)
+    }
+
+    deinit {
+        mapped.deallocate()
+        converted.deallocate()
+    }
+
+    /// Control side: the application prepared the stream again; it continues reading from the returned position
+    /// (what was captured before is skipped by the client).
+    public func prepare() -> UInt64 { memory.serverPosition }
+
+    /// Audio thread: one period of `frames` frames at the mixer's rate with `sourceChannels` channels — the
+    /// microphone's, or nil for silence.
+    func deliver(_ source: UnsafePointer<Float>?, channels sourceChannels: Int, frames: Int) {
+        let microphone = source != nil && allowed.load(ordering: .relaxed)
+        hearing.store(microphone, ordering: .relaxed)
+        if microphone, let source {
+            switch (sourceChannels, channels) {
+            case (1, 2):
+                for i in 0..<frames {
+                    mapped[2 * i] = source[i]
+                    mapped[2 * i + 1] = source[i]
+                }
+            case (2, 1):
+                for i in 0..<frames { mapped[i] = 0.5 * (source[2 * i] + source[2 * i + 1]) }
+            default:
+                mapped.update(from: source, count: frames * channels)
+            }
+        } else {
+            mapped.update(repeating: 0, count: frames * channels)
+        }
+        if let converter {
+            let made = converter.process(mapped, frames: frames, into: converted, capacity: convertedCapacity).made
+            write(converted, count: made)
+        } else {
+            write(mapped, count: frames)
+        }
+        memory.setFlag(StreamMemory.microphoneFlag, microphone)
+    }
+
+    private func write(_ samples: UnsafePointer<Float>, count: Int) {
+        let read = memory.clientFrames
+        var filled = written &- read
+        if filled > ringFrames {
+            // The client says it read what was never written, or is more than a ring behind: treat the ring as
+            // full, so nothing it may be reading is overwritten.
+            violations.add(1, ordering: .relaxed)
+            filled = ringFrames
+        }
+        let room = Int(ringFrames - filled)
+        let taken = min(room, count)
+        if taken < count { overrunFrames.add(count - taken, ordering: .relaxed) }
+        var done = 0
+        while done < taken {
+            let index = Int((written &+ UInt64(done)) % ringFrames)
+            let chunk = min(taken - done, Int(ringFrames) - index)
+            let target = memory.ring + index * frameBytes
+            let input = samples + done * channels
+            let n = chunk * channels
+            switch geometry.format {
+            case .s16LE:
+                let out = target.assumingMemoryBound(to: Int16.self)
+                for i in 0..<n { out[i] = Int16(clampingSample: input[i] * 32767).littleEndian }
+            case .s32LE:
+                let out = target.assumingMemoryBound(to: Int32.self)
+                for i in 0..<n { out[i] = Int32(clampingSample: input[i] * 2_147_483_520).littleEndian }
+            case .floatLE:
+                let out = target.assumingMemoryBound(to: UInt32.self)
+                for i in 0..<n { out[i] = input[i].bitPattern.littleEndian }
+            }
+            done += chunk
+        }
+        written &+= UInt64(taken)
+        hush_wire_store64(memory.serverFramesField, written)
+        hush_wire_store64(memory.serverTimeField, PlaybackStream.now())
+        hush_wire_store64(memory.overrunFramesField, UInt64(overrunFrames.load(ordering: .relaxed)))
+        let flags = memory.clientFlags
+        guard flags & StreamMemory.waitingFlag != 0 else { return }
+        let ready = Int(min(written &- read, ringFrames))
+        if ready >= min(max(memory.wakeFrames, 1), Int(ringFrames)) { memory.signal() }
+    }
+}
+
+extension Int16 {
+    @inline(__always)
+    init(clampingSample value: Float) {
+        self = value >= 32767 ? .max : (value <= -32768 ? .min : (value == value ? Int16(value) : 0))
+    }
+}
+
+extension Int32 {
+    @inline(__always)
+    init(clampingSample value: Float) {
+        self =
+            value >= 2_147_483_520 ? 2_147_483_520 : (value <= -2_147_483_520 ? -2_147_483_520 : (value == value ? Int32(value) : 0))
+    }
+}
