@@ -25,8 +25,33 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq -o DPkg::Lock::Timeout=600 $$missing; \
 	fi
 
-build: deps
+build: deps alsa-plugin
 	$(SWIFT) build
+
+## alsa-plugin: the `hush` ALSA device (Sources/hush-alsa-plugin: C with alsa-lib's ioplug, no Swift runtime, so
+## cc builds it, not SwiftPM), and an ALSA configuration that uses it from here without installing anything:
+##   ALSA_CONFIG_PATH=.build/alsa-plugin/asound-test.conf aplay -D hush:music song.wav
+ALSA_PLUGIN_DIR := .build/alsa-plugin
+ALSA_PLUGIN := $(ALSA_PLUGIN_DIR)/libasound_module_pcm_hush.so
+ALSA_PLUGIN_SOURCES := $(wildcard Sources/hush-alsa-plugin/*.c)
+ALSA_PLUGIN_HEADERS := $(wildcard Sources/hush-alsa-plugin/*.h) Sources/CHushWire/hush_wire.h
+.PHONY: alsa-plugin
+alsa-plugin: $(ALSA_PLUGIN) $(ALSA_PLUGIN_DIR)/asound-test.conf
+
+# -DPIC: alsa-lib's headers then declare the plugin's version symbol for a shared object (as libtool would).
+# -z defs: every symbol resolves against alsa-lib and libc now, not in the program that loads the plugin.
+$(ALSA_PLUGIN): $(ALSA_PLUGIN_SOURCES) $(ALSA_PLUGIN_HEADERS) | deps
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -g -fPIC -DPIC -shared -Wall -Wextra -Werror -fvisibility=hidden \
+	  $$(pkg-config --cflags alsa) -ISources/CHushWire -Wl,-z,defs -o $@ $(ALSA_PLUGIN_SOURCES) \
+	  $$(pkg-config --libs alsa)
+
+$(ALSA_PLUGIN_DIR)/asound-test.conf: deploy/alsa/50-hush.conf $(ALSA_PLUGIN)
+	@mkdir -p $(@D)
+	{ echo '# Written by make alsa-plugin: the system configuration, then the hush device from this checkout.'; \
+	  echo '</usr/share/alsa/alsa.conf>'; \
+	  echo 'pcm_type.hush { lib "$(abspath $(ALSA_PLUGIN))" }'; \
+	  cat deploy/alsa/50-hush.conf; } >$@
 
 ## run: hushd on its built-in default board (no hardware needed).
 run: build
@@ -37,7 +62,7 @@ run: build
 ## and tries 20 000 new inputs from a fixed seed (seconds each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
 ## settle within 64 KiB after warm-up.
-test: deps lint architecture boards deploy-check
+test: deps lint architecture boards deploy-check alsa-plugin
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
 	.ci/check-config-corpus.sh
