@@ -27,8 +27,14 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
     private var sounds: [SessionID: String] = [:]
     private var credentials: [ClientID: ControlClient] = [:]
     private var secondaryAudioHint = false
+    /// Applications' streams through the `hush` ALSA device, each on a connection of its own.
+    let streams: StreamHub
 
-    init(configuration: HushdConfiguration.Control, daemon: Daemon) throws {
+    init(
+        configuration: HushdConfiguration.Control,
+        streams streamLimits: HushdConfiguration.Streams = .init(),
+        daemon: Daemon
+    ) throws {
         self.daemon = daemon
         limits = configuration
         server = try ControlServer(
@@ -43,7 +49,16 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             allowedUIDs: Set(configuration.allowedUIDs),
             logger: daemon.logger
         )
+        streams = StreamHub(
+            daemon: daemon,
+            limits: StreamHub.Limits(
+                maxStreams: streamLimits.maxStreams,
+                maxStreamsPerProcess: streamLimits.maxStreamsPerProcess,
+                ringMillisecondsMax: streamLimits.ringMillisecondsMax
+            )
+        )
         server.handler = self
+        streams.peerLookup = { [unowned self] client in credentials[client].map(StreamHub.Peer.init) }
         daemon.decisionSinks.append { [unowned self] batch in publish(batch) }
         daemon.finishedSinks.append { [unowned self] session in
             let owner = self.daemon.audio.policy.session(session)?.client
@@ -51,13 +66,19 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         }
     }
 
-    func close() { server.close() }
+    func close() {
+        streams.closeAll()
+        server.close()
+    }
 
     // MARK: Loop
 
     var pollRequests: [pollfd] { server.pollRequests }
     var nextDeadline: Instant? { server.nextDeadline }
-    func service(_ ready: [pollfd], now: Instant) { server.service(ready, now: now) }
+    func service(_ ready: [pollfd], now: Instant) {
+        server.service(ready, now: now)
+        streams.service()
+    }
 
     // MARK: Events out
 
@@ -144,6 +165,24 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             return ControlReply(id: id, route: routeReport())
         case .status:
             return ControlReply(id: id, status: status())
+        case .openStream(let request):
+            return openStream(request, for: client, id: id)
+        case .stream(let stream, let action):
+            do {
+                let position = try streams.act(StreamHub.Action(action), on: stream, for: StreamHub.Peer(client))
+                var reply = ControlReply.ok(id: id)
+                reply.position = position
+                return reply
+            } catch {
+                return failure(error, id: id)
+            }
+        case .closeStream(let stream):
+            do {
+                try streams.close(stream, for: StreamHub.Peer(client))
+                return .ok(id: id)
+            } catch {
+                return failure(error, id: id)
+            }
         case .subscribe, .unsubscribe:
             // The server keeps subscriptions; it answers these itself.
             return .ok(id: id)
@@ -151,6 +190,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
     }
 
     func clientDisconnected(_ client: ControlClient) {
+        streams.connectionClosed(client.id)
         credentials[client.id] = nil
         let sessions = daemon.audio.policy.sessions.filter { $0.client == client.id }.map(\.id)
         guard !sessions.isEmpty else { return }
@@ -190,6 +230,61 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             "\(session) belongs to \(client.id): pid \(client.pid), uid \(client.uid), gid \(client.gid)"
         )
         return ControlReply(id: id, session: session)
+    }
+
+    private func openStream(_ request: StreamRequest, for client: ControlClient, id: RequestID?) -> ControlReply {
+        let entry: StreamHub.Entry
+        do {
+            entry = try streams.open(
+                StreamHub.Request(
+                    direction: request.direction,
+                    category: request.category,
+                    bus: request.bus,
+                    options: request.options,
+                    transient: request.transient,
+                    name: request.name ?? client.name,
+                    session: request.session,
+                    rate: request.rate,
+                    channels: request.channels,
+                    format: request.format,
+                    bufferFrames: request.bufferFrames
+                ),
+                for: StreamHub.Peer(client)
+            )
+        } catch {
+            return failure(error, id: id)
+        }
+        let memory = entry.memory
+        let descriptors = [dup(memory.memoryDescriptor), dup(memory.eventDescriptor)]
+        guard descriptors.allSatisfy({ $0 >= 0 }) else {
+            let reason = String(cString: strerror(errno))
+            for descriptor in descriptors where descriptor >= 0 { Glibc.close(descriptor) }
+            try? streams.close(entry.id, for: StreamHub.Peer(client))
+            return .failure(ControlError(.cannotStream, "cannot pass the stream's descriptors: \(reason)"), id: id)
+        }
+        return ControlReply(
+            id: id,
+            stream: StreamReport(
+                id: entry.id,
+                session: entry.session,
+                ringFrames: memory.geometry.ringFrames,
+                periodFrames: memory.geometry.periodFrames
+            ),
+            descriptors: descriptors
+        )
+    }
+
+    private func failure(_ failure: StreamHub.Failure, id: RequestID?) -> ControlReply {
+        let code: ControlError.Code
+        switch failure.kind {
+        case .tooMany: code = .tooManyStreams
+        case .cannot: code = .cannotStream
+        case .unknownSession: code = .unknownSession
+        case .notPermitted: code = .notPermitted
+        case .unknownStream: code = .unknownStream
+        case .refused(let rejection): return .failure(ControlError(rejection), id: id)
+        }
+        return .failure(ControlError(code, failure.message, field: failure.field), id: id)
     }
 
     /// nil when `session` exists and belongs to `client`; else the error reply.
@@ -238,7 +333,10 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         let granted = daemon.output?.granted ?? daemon.setup.output
         let counters = daemon.outputCounters
         let sessions = policy.sessions.map { record -> ControlStatus.Session in
-            let owner = credentials[record.client]
+            // A stream's own session belongs to its streams: show the process that opened them.
+            let owner =
+                credentials[record.client]
+                ?? streams.entries.values.first { $0.session == record.id }.flatMap { credentials[$0.peer.client] }
             var pausedBy: String?
             let state: String
             switch record.state {
@@ -255,7 +353,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 pid: owner?.pid,
                 uid: owner?.uid,
                 gid: owner?.gid,
-                name: names[record.id],
+                name: names[record.id] ?? streams.group(of: record.client)?.name,
                 configuration: record.configuration,
                 state: state,
                 pausedBy: pausedBy,
@@ -297,7 +395,56 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                     )
                 }
             ),
-            clients: server.clients.count
+            clients: server.clients.count,
+            streams: streams.entries.values.sorted { $0.id < $1.id }.map(streamStatus),
+            microphone: streams.microphoneHolders.map(\.id),
+            capture: daemon.setup.capturePCM.map { ControlStatus.Capture(pcm: $0, open: daemon.microphone != nil) }
         )
+    }
+
+    private func streamStatus(_ entry: StreamHub.Entry) -> ControlStatus.Stream {
+        let geometry = entry.memory.geometry
+        let state: ControlStatus.Stream.State
+        switch entry.memory.state {
+        case .prepared, .closed: state = .prepared
+        case .running: state = entry.memory.isDraining ? .draining : .running
+        case .held: state = .held
+        case .paused: state = .paused
+        }
+        return ControlStatus.Stream(
+            id: entry.id,
+            session: entry.session,
+            client: entry.peer.client,
+            pid: entry.peer.pid,
+            name: entry.name,
+            direction: geometry.direction,
+            configuration: entry.configuration,
+            rate: geometry.rate,
+            channels: geometry.channels,
+            format: geometry.format,
+            ringFrames: geometry.ringFrames,
+            state: state,
+            underruns: entry.playback?.underruns.load(ordering: .relaxed) ?? 0,
+            underrunFrames: entry.playback?.underrunFrames.load(ordering: .relaxed) ?? 0,
+            overrunFrames: entry.capture?.overrunFrames.load(ordering: .relaxed) ?? 0,
+            violations: entry.violations,
+            microphone: entry.hearsMicrophone
+        )
+    }
+}
+
+extension StreamHub.Peer {
+    init(_ client: ControlClient) { self.init(client: client.id, pid: client.pid, uid: client.uid, gid: client.gid) }
+}
+
+extension StreamHub.Action {
+    init(_ action: StreamAction) {
+        switch action {
+        case .start: self = .start
+        case .pause: self = .pause
+        case .resume: self = .resume
+        case .stop: self = .stop
+        case .prepare: self = .prepare
+        }
     }
 }

@@ -7,6 +7,7 @@ import HushMixer
 import HushOutput
 import HushPolicy
 import HushRender
+import HushStreams
 import HushSystem
 import Logging
 
@@ -36,6 +37,8 @@ public final class Daemon {
         /// Where clients may read sound files from.
         public var soundDirectories: [String] = []
         public var maxSessionsPerClient = 8
+        /// The microphone's PCM (`[capture] pcm`), or nil: capture streams get silence.
+        public var capturePCM: String?
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
         public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
@@ -79,6 +82,12 @@ public final class Daemon {
     public let clock: any MonotonicClock
     public let origin: Instant
     public private(set) var output: AudioOutputThread?
+    /// Hands the microphone (or silence) to applications' capture streams on the audio thread.
+    public private(set) var captureRouter: CaptureRouter
+    /// The microphone, when `[capture] pcm` is set and opened.
+    public private(set) var microphone: CaptureFeeder?
+    /// Why the microphone is not there (for status), when it was configured.
+    public private(set) var microphoneProblem: String?
     /// Where the sound goes now: a PCM name, or "file:PATH" for the WAV fallback.
     public private(set) var outputDescription = "none"
     public private(set) var inputs: [InputSource]
@@ -119,6 +128,7 @@ public final class Daemon {
             ),
             soundDirectories: setup.soundDirectories
         )
+        captureRouter = CaptureRouter(microphone: nil, maxFrames: max(setup.output.periodFrames, 64))
         audio.onDecisions = { [unowned self] made, cause, time in announce(made, cause: cause, at: time) }
         audio.onFinished = { [unowned self] session in for sink in finishedSinks { sink(session) } }
     }
@@ -129,6 +139,7 @@ public final class Daemon {
     /// start-up decisions. An output that does not open is waited for (see `openOutput`); errors that remain here
     /// (the fallback file, the audio thread) stop hushd with a message naming what failed.
     public func start() throws(HardwareError) {
+        openMicrophone()
         try openOutput()
         audio.start(at: policyTime())
         for source in inputs {
@@ -179,8 +190,34 @@ public final class Daemon {
             logger: logger,
             open: { try? open($0) }
         )
+        thread.periodHook = captureRouter.hook
         output = thread
         try thread.start()
+    }
+
+    /// Opens `[capture] pcm` at the mixer's rate and channels. One that does not open is logged and left out:
+    /// capture streams then get silence, and hushd plays on.
+    private func openMicrophone() {
+        guard let pcm = setup.capturePCM else { return }
+        let format = audio.engine.format
+        do {
+            let feeder = try CaptureFeeder(
+                pcm: pcm,
+                sampleRate: format.sampleRate,
+                channels: format.channels,
+                periodFrames: setup.output.periodFrames
+            )
+            try feeder.start()
+            microphone = feeder
+            captureRouter = CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames)
+            logger.info("microphone \(pcm): \(feeder.capture.granted.sampleRate) Hz, \(feeder.capture.granted.channels) ch")
+        } catch {
+            microphoneProblem = error.description
+            let text =
+                "microphone: \(error.description); recording applications get silence until hushd is restarted "
+                + "with a [capture] pcm that opens (check it against 'arecord -L')"
+            logger.error("\(text)")
+        }
     }
 
     /// Runs until a signal or ``stopRequested``; returns the exit status.
@@ -211,6 +248,7 @@ public final class Daemon {
     public func shutDown() {
         output?.stop()
         output = nil
+        microphone?.stop()
     }
 
     // MARK: Events

@@ -112,7 +112,11 @@ final class DaemonRunner {
         }
         let control: ControlParticipant
         do {
-            control = try ControlParticipant(configuration: configuration.control, daemon: daemon)
+            control = try ControlParticipant(
+                configuration: configuration.control,
+                streams: configuration.streams,
+                daemon: daemon
+            )
         } catch {
             logger.critical("cannot open the control socket: \(error)")
             daemon.shutDown()
@@ -120,6 +124,10 @@ final class DaemonRunner {
             return 1
         }
         daemon.participants.append(control)
+        let microphoneLight = openIndicator(.micLED, "microphone light")
+        if let microphoneLight {
+            control.streams.onMicrophoneChanged = { on in microphoneLight.set(on) }
+        }
         if let console { daemon.participants.append(console) }
         if let interval = notifier.watchdogInterval {
             daemon.participants.append(
@@ -136,6 +144,7 @@ final class DaemonRunner {
         store?.flushNow()
         daemon.shutDown()
         alertLight?.set(false)
+        microphoneLight?.set(false)
         _ = routeSwitches
         console?.console.print("hushd stopped")
         console?.console.restoreTerminal()
@@ -178,6 +187,19 @@ final class DaemonRunner {
             return AlertLight(line: line, daemon: daemon)
         } catch {
             logger.error("no alert light: \(error.description)")
+            return nil
+        }
+    }
+
+    /// A light on a GPIO line (`[outputs.NAME]`) that hushd drives itself; one that cannot be had is logged and
+    /// left out.
+    private func openIndicator(_ name: HushdConfiguration.OutputName, _ what: String) -> IndicatorLight? {
+        guard let settings = configuration.outputs[name] else { return nil }
+        do {
+            let line = try GPIOOutputLine(chip: settings.chip, line: settings.line, activeLow: settings.activeLow)
+            return IndicatorLight(line: line, what: what, logger: logger)
+        } catch {
+            logger.error("no \(what): \(error.description)")
             return nil
         }
     }

@@ -184,3 +184,32 @@ final class AlertLight {
         }
     }
 }
+
+/// A light hushd drives from its own state: the microphone light (`[outputs.mic_led]`), lit exactly while an
+/// application receives the microphone's samples — the privacy indicator phones have. Put out when hushd stops.
+final class IndicatorLight {
+    let line: any OutputLine
+    let what: String
+    let logger: Logger
+    private(set) var lit = false
+    private var failing = false
+
+    init(line: any OutputLine, what: String, logger: Logger) {
+        self.line = line
+        self.what = what
+        self.logger = logger
+        set(false)
+    }
+
+    func set(_ on: Bool) {
+        do {
+            try line.set(on)
+            lit = on
+            if failing { logger.notice("\(line.name): the \(what) works again") }
+            failing = false
+        } catch {
+            if !failing { logger.error("\(what): \(error.description)") }
+            failing = true
+        }
+    }
+}

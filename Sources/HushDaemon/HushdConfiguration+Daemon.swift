@@ -13,6 +13,7 @@ extension HushdConfiguration {
         setup.routeOutputs = routeOutputs
         setup.soundDirectories = sounds.directories
         setup.maxSessionsPerClient = control.maxSessionsPerClient
+        setup.capturePCM = capture?.pcm
         return setup
     }
 }

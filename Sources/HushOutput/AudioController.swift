@@ -196,6 +196,23 @@ public final class AudioController {
         continueIfPlaying(session)
     }
 
+    /// Attaches an application's stream (the `hush` ALSA device) to `session`: a voice the engine pulls frames from.
+    /// The caller keeps the pull's context alive until `mixer.isReleased(pull:)`.
+    public func attach(pull: VoicePull, to session: SessionID) throws(SoundError) {
+        guard let record = policy.session(session) else { throw SoundError(description: "there is no \(session)") }
+        detachSound(of: session)
+        do {
+            try mixer.attach(session, bus: record.configuration.bus, pull: pull)
+        } catch {
+            throw SoundError(description: error.description)
+        }
+        continueIfPlaying(session)
+    }
+
+    /// Takes the sound away from a session that stays (an application closed the stream it attached to a session
+    /// of its own); its gain stays.
+    public func removeSound(of session: SessionID) { detachSound(of: session) }
+
     /// The sessions that have a sound.
     public var sessionsWithSound: [SessionID] { mixer.attachedSessions }
 

@@ -1,0 +1,196 @@
+import Foundation
+import HushAudioFile
+import HushTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `hush` ALSA device with real applications: the built plugin (Makefile: `make alsa-plugin`), alsa-utils'
+/// `aplay` and `arecord`, and a real hushd whose output is its WAV fallback (paced like a device). What counts is
+/// what reached hushd's mix, and how the applications behaved: on time, no hang, a clear error when hushd dies.
+@Suite("The hush ALSA device with aplay and arecord", .serialized)
+struct ALSADeviceTests {
+    static let mixRate = 48000
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    /// An alsa configuration that loads the freshly built plugin (written by `make alsa-plugin`).
+    static let alsaConfig = root.appendingPathComponent(".build/alsa-plugin/asound-test.conf").path
+
+    static func requireTools() throws {
+        guard FileManager.default.fileExists(atPath: alsaConfig) else {
+            throw HushdTestFailure("\(alsaConfig) is missing: run `make alsa-plugin` (make test does) first")
+        }
+        for tool in ["/usr/bin/aplay", "/usr/bin/arecord"] where !FileManager.default.fileExists(atPath: tool) {
+            throw HushdTestFailure("\(tool) is missing: make test installs alsa-utils (board/virtual/setup.sh)")
+        }
+    }
+
+    /// A running ALSA application with the test's alsa configuration and hushd's socket.
+    final class Application {
+        let process = Process()
+        let output = Pipe()
+        let started = Date()
+        private(set) var text = ""
+
+        init(_ tool: String, _ arguments: [String], socket: String) throws {
+            process.executableURL = URL(fileURLWithPath: tool)
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            environment["ALSA_CONFIG_PATH"] = ALSADeviceTests.alsaConfig
+            environment["HUSH_SOCKET"] = socket
+            process.environment = environment
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+        }
+
+        /// Waits up to `seconds` for the application to end; returns its status and the seconds it ran, or nil
+        /// if it still runs (it is then killed).
+        func finish(within seconds: Double) -> (status: Int32, seconds: Double)? {
+            let deadline = Date().addingTimeInterval(seconds)
+            while process.isRunning && Date() < deadline { usleep(5000) }
+            let ended = Date()
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                return nil
+            }
+            process.waitUntilExit()
+            text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (process.terminationStatus, ended.timeIntervalSince(started))
+        }
+
+        deinit {
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+    }
+
+    /// A mono 16-bit WAV of a sine at `hertz`, `seconds` long, at `rate`, peak at half scale.
+    static func tone(_ path: String, hertz: Double, seconds: Double, rate: Int) throws {
+        let frames = Int(seconds * Double(rate))
+        let samples = (0..<frames).map { Int16(16383 * sin(2 * Double.pi * hertz * Double($0) / Double(rate))) }
+        try SoundFile.writePCM16(samples, channels: 1, sampleRate: rate, to: path)
+    }
+
+    /// hushd's mix, left channel, as floats.
+    static func mix(_ wav: String) throws -> [Float] {
+        let (samples, channels, rate) = try SoundFile.readPCM16(wav)
+        #expect(rate == mixRate)
+        return ToneAnalysis.channel(0, of: samples.map { Float($0) / 32767 }, channels: channels)
+    }
+
+    /// The level of `hertz` in 20 ms windows.
+    static func levels(of hertz: Double, in mix: [Float]) -> [Double] {
+        let window = mixRate / 50
+        return stride(from: 0, to: max(0, mix.count - window), by: window).map {
+            ToneAnalysis.level(of: hertz, in: mix[$0..<($0 + window)], sampleRate: mixRate)
+        }
+    }
+
+    static func streams(_ hushd: HushdProcess) -> [[String: Any]] {
+        ((try? hushd.status())?["streams"] as? [[String: Any]]) ?? []
+    }
+
+    static func wait(_ what: String, _ hushd: HushdProcess, seconds: Double = 10, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            guard Date() < deadline else {
+                let log = (try? String(contentsOfFile: hushd.logPath, encoding: .utf8)) ?? ""
+                throw HushdTestFailure("\(what) did not happen within \(seconds) s; hushd's log:\n\(log)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    @Test("aplay of a 44.1 kHz mono file through hush:music is heard in the mix, for as long as it lasts")
+    func aplayIsMixed() throws {
+        try Self.requireTools()
+        let scratch = try ScratchDirectory(prefix: "hush-alsa")
+        let wav = scratch.path + "/mix.wav"
+        let hushd = try HushdProcess(fallback: wav)
+        let file = scratch.path + "/tone.wav"
+        try Self.tone(file, hertz: 1000, seconds: 1.0, rate: 44100)
+        let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
+        let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
+        #expect(result.status == 0, "aplay: \(aplay.text)")
+        // It played at the real rate: not faster than the file, not stuck (generous for a busy machine).
+        #expect(result.seconds > 0.9 && result.seconds < 6, "aplay took \(result.seconds) s for a 1 s file")
+        _ = hushd.stop()
+        let levels = Self.levels(of: 1000, in: try Self.mix(wav))
+        let heard = levels.filter { $0 > -60 }
+        let loudest = levels.max() ?? -240
+        print("aplay through hush: \(result.seconds) s, tone heard in \(heard.count) windows of 20 ms, \(loudest) dB")
+        // Half scale at the default system volume (step 8, −24 dB): about −30 dBFS.
+        #expect(loudest > -36 && loudest < -24, "the tone's level in the mix: \(loudest) dBFS")
+        #expect(heard.count >= 47 && heard.count <= 53, "the tone lasted \(heard.count * 20) ms of 1000")
+    }
+
+    @Test("arecord from hush:CATEGORY=record without a microphone gets silence at the real rate")
+    func arecordGetsSilence() throws {
+        try Self.requireTools()
+        let scratch = try ScratchDirectory(prefix: "hush-alsa")
+        let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
+        let out = scratch.path + "/recorded.wav"
+        let arecord = try Application(
+            "/usr/bin/arecord",
+            ["-q", "-D", "hush:CATEGORY=record", "-f", "S16_LE", "-r", "16000", "-c", "1", "-d", "1", out],
+            socket: hushd.socket
+        )
+        let result = try #require(arecord.finish(within: 15), "arecord hung: \(arecord.text)")
+        #expect(result.status == 0, "arecord: \(arecord.text)")
+        #expect(result.seconds > 0.9 && result.seconds < 6, "arecord took \(result.seconds) s for 1 s")
+        let (samples, channels, rate) = try SoundFile.readPCM16(out)
+        #expect(rate == 16000 && channels == 1)
+        #expect(samples.count == 16000, "arecord got \(samples.count) frames")
+        #expect(samples.allSatisfy { $0 == 0 }, "no microphone: silence")
+    }
+
+    @Test("status shows a playing stream with who opened it")
+    func statusShowsTheStream() throws {
+        try Self.requireTools()
+        let scratch = try ScratchDirectory(prefix: "hush-alsa")
+        let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
+        let file = scratch.path + "/tone.wav"
+        try Self.tone(file, hertz: 440, seconds: 3, rate: 48000)
+        let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:ringtone", file], socket: hushd.socket)
+        try Self.wait("aplay's stream running", hushd) {
+            Self.streams(hushd).first?["state"] as? String == "running"
+        }
+        let stream = try #require(Self.streams(hushd).first)
+        #expect(stream["name"] as? String == "aplay")
+        #expect(stream["bus"] as? String == "ringer")
+        #expect(stream["category"] as? String == "soloAmbient")
+        #expect(stream["direction"] as? String == "playback")
+        #expect(stream["pid"] as? Int == Int(aplay.process.processIdentifier))
+        _ = aplay.finish(within: 10)
+        try Self.wait("the stream gone", hushd) { Self.streams(hushd).isEmpty }
+    }
+
+    @Test("kill -9 of hushd makes aplay fail within a second, not hang")
+    func hushdDeathFailsTheApplication() throws {
+        try Self.requireTools()
+        let scratch = try ScratchDirectory(prefix: "hush-alsa")
+        let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
+        let file = scratch.path + "/tone.wav"
+        try Self.tone(file, hertz: 440, seconds: 10, rate: 48000)
+        let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
+        try Self.wait("aplay's stream running", hushd) {
+            Self.streams(hushd).first?["state"] as? String == "running"
+        }
+        let killed = Date()
+        _ = hushd.stop(SIGKILL)
+        let deadline = killed.addingTimeInterval(10)
+        while aplay.process.isRunning && Date() < deadline { usleep(2000) }
+        let seconds = Date().timeIntervalSince(killed)
+        let result = try #require(aplay.finish(within: 0.1), "aplay still runs 10 s after hushd died: \(aplay.text)")
+        print("aplay ended \(seconds) s after hushd was killed: \(aplay.text)")
+        #expect(result.status != 0, "aplay must report the loss")
+        #expect(seconds < 1.5, "aplay took \(seconds) s to notice")
+    }
+}
