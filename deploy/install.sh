@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs a built hushd (and hushctl) with everything it needs to run under systemd on a board: the unit, the
 # udev rule, the sysusers and tmpfiles entries, a configuration (never overwriting one), the board profiles and
-# the device-tree overlays. Then it creates the user, the directories, re-applies udev rules and starts hushd.
+# the device-tree overlays, and the `hush` ALSA device (plugin and configuration). Then it creates the user, the directories, re-applies udev rules and starts hushd.
 # Running it again changes only what differs (an update restarts hushd); docs/deploy.md walks through it.
 set -euo pipefail
 
 usage() {
     cat <<'EOF'
 usage: deploy/install.sh [--prefix DIR] [--board NAME] [--bin-dir DIR] [--dest-dir DIR] [--no-start]
-       deploy/install.sh --uninstall [--purge] [--prefix DIR] [--dest-dir DIR]
+                         [--plugin FILE] [--alsa-lib-dir DIR] [--default-device]
+       deploy/install.sh --uninstall [--purge] [--prefix DIR] [--dest-dir DIR] [--alsa-lib-dir DIR]
 
   --prefix DIR    where hushd and hushctl go: DIR/bin (default /usr/local)
   --board NAME    the board profile a new /etc/hush/hushd.toml starts from (default pi4-dac-hat);
@@ -18,6 +19,14 @@ usage: deploy/install.sh [--prefix DIR] [--board NAME] [--bin-dir DIR] [--dest-d
                   udev, systemctl) are then skipped
   --no-start      enable hushd.service but do not start or restart it (e.g. before the reboot that loads
                   the overlays)
+  --plugin FILE   the built hush ALSA plugin (default .build/alsa-plugin/libasound_module_pcm_hush.so:
+                  make alsa-plugin); without it hush is installed without its ALSA device
+  --alsa-lib-dir DIR
+                  where alsa-lib loads plugins from (default: pkg-config's libdir for alsa, /alsa-lib; else
+                  the directory of libasound.so.2, /alsa-lib)
+  --default-device
+                  also make hush the default ALSA device: programs that play to "default" go through hushd
+                  (a link in /etc/alsa/conf.d; remove it to undo)
   --uninstall     stop and disable hushd and remove what install.sh put in place, except
                   /etc/hush/hushd.toml and /var/lib/hush (add --purge to remove those too)
 EOF
@@ -32,10 +41,13 @@ dest=""
 start=yes
 uninstall=no
 purge=no
+plugin="$root/.build/alsa-plugin/libasound_module_pcm_hush.so"
+alsa_lib_dir=""
+default_device=no
 
 while [ $# -gt 0 ]; do
     case "$1" in
-        --prefix | --board | --bin-dir | --dest-dir)
+        --prefix | --board | --bin-dir | --dest-dir | --plugin | --alsa-lib-dir)
             if [ $# -lt 2 ] || [ -z "$2" ]; then
                 echo "install.sh: $1 needs a value" >&2
                 usage >&2
@@ -46,12 +58,15 @@ while [ $# -gt 0 ]; do
                 --board) board="$2" ;;
                 --bin-dir) bin_dir="$2" ;;
                 --dest-dir) dest="$(mkdir -p "$2" && cd "$2" && pwd)" ;;
+                --plugin) plugin="$2" ;;
+                --alsa-lib-dir) alsa_lib_dir="${2%/}" ;;
             esac
             shift 2
             ;;
         --no-start) start=no; shift ;;
         --uninstall) uninstall=yes; shift ;;
         --purge) purge=yes; shift ;;
+        --default-device) default_device=yes; shift ;;
         -h | --help) usage; exit 0 ;;
         *) echo "install.sh: unknown option '$1'" >&2; usage >&2; exit 64 ;;
     esac
@@ -79,6 +94,24 @@ tmpfiles=/usr/lib/tmpfiles.d/hush.conf
 config=/etc/hush/hushd.toml
 share=/usr/share/hush
 docs=/usr/share/doc/hush
+# The ALSA device's configuration lives in alsa.conf.d and is enabled by a link in /etc/alsa/conf.d, which
+# alsa.conf loads (as Debian's libasound2-data enables its own files).
+alsa_share=/usr/share/alsa/alsa.conf.d
+alsa_etc=/etc/alsa/conf.d
+plugin_name=libasound_module_pcm_hush.so
+
+# alsa-lib's plugin directory (its ALSA_PLUGIN_DIR; /usr/lib/<triplet>/alsa-lib on Debian).
+find_alsa_lib_dir() {
+    local libdir lib
+    if libdir="$(pkg-config --variable=libdir alsa 2>/dev/null)" && [ -n "$libdir" ]; then
+        echo "$libdir/alsa-lib"
+    elif lib="$(ldconfig -p 2>/dev/null | awk '/libasound\.so\.2 / { print $NF; exit }')" && [ -n "$lib" ]; then
+        echo "$(dirname "$(readlink -f "$lib")")/alsa-lib"
+    else
+        return 1
+    fi
+}
+if [ -z "$alsa_lib_dir" ]; then alsa_lib_dir="$(find_alsa_lib_dir)" || alsa_lib_dir=""; fi
 
 changed=0
 note() { echo "install.sh: $*"; }
@@ -92,6 +125,18 @@ install_file() {
     fi
     install -D -m "$mode" "$source" "$target"
     echo "  installed $3 ($mode)"
+    changed=$((changed + 1))
+}
+
+# install_link TARGET LINK: makes DEST/LINK a symbolic link to TARGET, a path on the installed system.
+install_link() {
+    local target="$1" link="$dest$2"
+    if [ -L "$link" ] && [ "$(readlink "$link")" = "$target" ]; then
+        return 0
+    fi
+    mkdir -p "$(dirname "$link")"
+    ln -sfn "$target" "$link"
+    echo "  linked $2 -> $1"
     changed=$((changed + 1))
 }
 
@@ -119,9 +164,16 @@ system() {
 if [ "$uninstall" = yes ]; then
     note "uninstalling hush${dest:+ from $dest}"
     system "stop and disable hushd" systemctl disable --now hushd.service || true
-    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$docs"; do
+    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$docs" \
+        "$alsa_etc/50-hush.conf" "$alsa_etc/99-hush-default.conf" "$alsa_share/50-hush.conf" \
+        "$alsa_share/99-hush-default.conf"; do
         remove_path "$path"
     done
+    if [ -n "$alsa_lib_dir" ]; then
+        remove_path "$alsa_lib_dir/$plugin_name"
+    else
+        note "could not tell where alsa-lib keeps plugins: remove $plugin_name from it by hand (or give --alsa-lib-dir)"
+    fi
     for overlays in /boot/firmware/overlays /boot/overlays; do
         for overlay in "$root"/board/overlays/*.dts; do
             remove_path "$overlays/$(basename "$overlay" .dts).dtbo"
@@ -152,6 +204,17 @@ if [ ! -f "$root/board/profiles/$board.toml" ]; then
     exit 65
 fi
 
+if [ ! -f "$plugin" ] && [ "$default_device" = yes ]; then
+    echo "install.sh: --default-device needs the ALSA plugin, and there is none at $plugin: make alsa-plugin" \
+        "(or pass --plugin)" >&2
+    exit 66
+fi
+if [ -f "$plugin" ] && [ -z "$alsa_lib_dir" ]; then
+    echo "install.sh: cannot tell where alsa-lib loads plugins from (no pkg-config for alsa, no libasound.so.2" \
+        "in ldconfig's cache): give --alsa-lib-dir, e.g. /usr/lib/$(uname -m)-linux-gnu/alsa-lib" >&2
+    exit 69
+fi
+
 note "installing hush${dest:+ into $dest} (prefix $prefix, board $board)"
 install_file 0755 "$bin_dir/hushd" "$bin/hushd"
 if [ -x "$bin_dir/hushctl" ]; then
@@ -164,6 +227,27 @@ fi
 staged="$(mktemp -d)"
 trap 'rm -rf "$staged"' EXIT
 sed "s|^ExecStart=/usr/local/bin/hushd |ExecStart=$bin/hushd |" "$here/hushd.service" >"$staged/hushd.service"
+# The hush ALSA device: the plugin where alsa-lib looks for `type hush`, its configuration enabled in
+# /etc/alsa/conf.d, and hush as the default device only when asked. hushd does not use them: changing them
+# does not restart it (what plays through hushd would stop).
+hushd_changed=$changed
+if [ -f "$plugin" ]; then
+    install_file 0644 "$plugin" "$alsa_lib_dir/$plugin_name"
+    install_file 0644 "$here/alsa/50-hush.conf" "$alsa_share/50-hush.conf"
+    install_file 0644 "$here/alsa/99-hush-default.conf" "$alsa_share/99-hush-default.conf"
+    install_link "$alsa_share/50-hush.conf" "$alsa_etc/50-hush.conf"
+    if [ "$default_device" = yes ]; then
+        install_link "$alsa_share/99-hush-default.conf" "$alsa_etc/99-hush-default.conf"
+        note "hush is the default ALSA device (remove $alsa_etc/99-hush-default.conf to undo)"
+    elif [ -L "$dest$alsa_etc/99-hush-default.conf" ]; then
+        note "kept hush as the default ALSA device (an earlier --default-device): remove" \
+            "$alsa_etc/99-hush-default.conf to undo"
+    fi
+else
+    note "warning: no ALSA plugin at $plugin (make alsa-plugin): installing hush without its ALSA device"
+fi
+alsa_changed=$((changed - hushd_changed))
+
 install_file 0644 "$staged/hushd.service" "$unit"
 install_file 0644 "$here/99-hush.rules" "$rules"
 install_file 0644 "$here/hush.sysusers" "$sysusers"
@@ -208,6 +292,11 @@ else
     note "overlays are in $overlays: load one with a dtoverlay= line in config.txt (docs/deploy.md), then reboot"
 fi
 
+if [ -L "$dest$alsa_etc/99-hush-default.conf" ] && grep -Eq '^[[:space:]]*pcm[[:space:]]*=[[:space:]]*"default"' "$dest$config"; then
+    note "warning: $config sends sound to the ALSA device \"default\", which is now hush itself: give its routes" \
+        "hw: devices (the hush device refuses to feed hushd with itself)"
+fi
+
 note "$changed file(s) changed"
 system "create the user hush and its groups" systemd-sysusers "$sysusers"
 system "create /run/hush and /var/lib/hush" systemd-tmpfiles --create "$tmpfiles"
@@ -218,7 +307,7 @@ system "reload systemd" systemctl daemon-reload
 if [ "$start" = no ]; then
     system "enable hushd" systemctl enable hushd.service
 elif [ -z "$dest" ] && command -v systemctl >/dev/null && systemctl is-active --quiet hushd.service; then
-    if [ "$changed" -gt 0 ]; then
+    if [ $((changed - alsa_changed)) -gt 0 ]; then
         system "restart hushd with the new files" systemctl restart hushd.service
     else
         note "hushd is running and nothing changed: left alone"

@@ -2,7 +2,8 @@
 # Runs deploy/install.sh into a temporary root (--dest-dir) and checks what landed: every file at its path with
 # its mode, the unit pointing at the installed hushd, the chosen board in a new config, an existing config left
 # alone, a second run changing nothing, the user and directories that sysusers/tmpfiles make from the installed
-# entries, and --uninstall removing what install.sh added. Run by deploy/check.sh (`make deploy-check`).
+# entries, the hush ALSA device (plugin, configuration enabled by a link, hush as the default device only with
+# --default-device; alsa-lib reads the installed files), and --uninstall removing what install.sh added. Run by deploy/check.sh (`make deploy-check`).
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -28,10 +29,26 @@ mkdir -p "$work/bin"
 printf '#!/bin/sh\necho hushd stand-in\n' >"$work/bin/hushd"
 printf '#!/bin/sh\necho hushctl stand-in\n' >"$work/bin/hushctl"
 chmod 0755 "$work/bin/hushd" "$work/bin/hushctl"
+mkdir -p "$work/plugin"
+printf 'hush ALSA plugin stand-in\n' >"$work/plugin/libasound_module_pcm_hush.so"
+
+# Where install.sh puts the plugin: alsa-lib's plugin directory, as pkg-config tells it (else one given).
+if alsa_libdir="$(pkg-config --variable=libdir alsa 2>/dev/null)" && [ -n "$alsa_libdir" ]; then
+    alsa_lib_dir="$alsa_libdir/alsa-lib"
+    alsa_args=()
+else
+    alsa_lib_dir=/usr/lib/hush-test/alsa-lib
+    alsa_args=(--alsa-lib-dir "$alsa_lib_dir")
+fi
 
 dest="$work/root"
 mkdir -p "$dest/boot/firmware/overlays"
-run() { "$here/install.sh" --bin-dir "$work/bin" --dest-dir "$dest" "$@" >"$work/out" 2>&1; }
+run() {
+    "$here/install.sh" --bin-dir "$work/bin" --dest-dir "$dest" --plugin "$work/plugin/libasound_module_pcm_hush.so" \
+        "${alsa_args[@]}" "$@" >"$work/out" 2>&1
+}
+# links_to LINK TARGET: LINK is a symbolic link whose text is TARGET.
+links_to() { [ -L "$1" ] && [ "$(readlink "$1")" = "$2" ]; }
 
 # First install: every file in place.
 expect "install.sh --dest-dir succeeds" run --board pi5-dac-hat
@@ -49,6 +66,14 @@ for profile in "$root"/board/profiles/*.toml; do
     expect "board profile $name, 0644, unchanged" \
         sh -c "[ \"\$(stat -c %a '$dest/usr/share/hush/boards/$name')\" = 644 ] && cmp -s '$profile' '$dest/usr/share/hush/boards/$name'"
 done
+expect "the ALSA plugin in $alsa_lib_dir, 0644" mode_is "$dest$alsa_lib_dir/libasound_module_pcm_hush.so" 644
+for conf in 50-hush.conf 99-hush-default.conf; do
+    expect "$conf in /usr/share/alsa/alsa.conf.d, 0644, unchanged" \
+        sh -c "[ \"\$(stat -c %a '$dest/usr/share/alsa/alsa.conf.d/$conf')\" = 644 ] && cmp -s '$here/alsa/$conf' '$dest/usr/share/alsa/alsa.conf.d/$conf'"
+done
+expect "50-hush.conf is enabled by a link in /etc/alsa/conf.d" \
+    links_to "$dest/etc/alsa/conf.d/50-hush.conf" /usr/share/alsa/alsa.conf.d/50-hush.conf
+expect "hush is not the default ALSA device without --default-device" test ! -e "$dest/etc/alsa/conf.d/99-hush-default.conf"
 expect "the new config starts from the board asked for" grep -qx 'board = "pi5-dac-hat"' "$dest/etc/hush/hushd.toml"
 expect "the unit starts the installed hushd" \
     grep -qx 'ExecStart=/usr/local/bin/hushd --config /etc/hush/hushd.toml' "$dest/etc/systemd/system/hushd.service"
@@ -74,6 +99,30 @@ printf '#!/bin/sh\necho hushd stand-in, newer\n' >"$work/bin/hushd"
 expect "an update succeeds" run
 expect "an update installs exactly the new hushd" grep -q '1 file(s) changed' "$work/out"
 expect "the new hushd is in place" cmp -s "$work/bin/hushd" "$dest/usr/local/bin/hushd"
+
+# The default device, only on request; a later run without the flag keeps it.
+expect "--default-device succeeds" run --default-device
+expect "--default-device links 99-hush-default.conf" \
+    links_to "$dest/etc/alsa/conf.d/99-hush-default.conf" /usr/share/alsa/alsa.conf.d/99-hush-default.conf
+expect "--default-device changes only that link" grep -q '1 file(s) changed' "$work/out"
+expect "a run without --default-device keeps it, and says so" \
+    sh -c "'$here/install.sh' --bin-dir '$work/bin' --dest-dir '$dest' --plugin '$work/plugin/libasound_module_pcm_hush.so' ${alsa_args[*]} >'$work/out' 2>&1 && grep -q 'kept hush as the default ALSA device' '$work/out' && test -L '$dest/etc/alsa/conf.d/99-hush-default.conf'"
+expect "--default-device without a plugin is refused" \
+    sh -c "! '$here/install.sh' --bin-dir '$work/bin' --dest-dir '$work/none' --plugin '$work/missing.so' --default-device >'$work/out' 2>&1 && grep -q 'make alsa-plugin' '$work/out'"
+expect "without a plugin hush is installed without its ALSA device, saying so" \
+    sh -c "'$here/install.sh' --bin-dir '$work/bin' --dest-dir '$work/noplugin' --plugin '$work/missing.so' >'$work/out' 2>&1 && grep -q 'without its ALSA device' '$work/out' && test ! -e '$work/noplugin/usr/share/alsa'"
+
+# alsa-lib itself reads the installed configuration: both devices are listed, with their descriptions.
+if command -v aplay >/dev/null && [ -f /usr/share/alsa/alsa.conf ]; then
+    printf '</usr/share/alsa/alsa.conf>\n<%s>\n<%s>\n' "$dest/usr/share/alsa/alsa.conf.d/50-hush.conf" \
+        "$dest/usr/share/alsa/alsa.conf.d/99-hush-default.conf" >"$work/asound.conf"
+    ALSA_CONFIG_PATH="$work/asound.conf" aplay -L >"$work/devices" 2>&1
+    expect "alsa-lib lists the installed hush device" grep -qx 'hush' "$work/devices"
+    expect "alsa-lib lists the installed default device as hush's" \
+        sh -c "grep -A1 -x default '$work/devices' | grep -q 'plays and records through hushd'"
+else
+    echo "SKIP alsa-lib reading the installed configuration: aplay (alsa-utils) is not installed"
+fi
 
 # Another prefix: the binaries and the unit's ExecStart move, the profiles stay on hushd's search path.
 expect "--prefix /usr succeeds" run --prefix /usr
@@ -119,7 +168,9 @@ fi
 mkdir -p "$dest/var/lib/hush" && echo state >"$dest/var/lib/hush/state"
 expect "--uninstall succeeds" run --uninstall --prefix /usr
 for path in usr/bin/hushd usr/bin/hushctl etc/systemd/system/hushd.service etc/udev/rules.d/99-hush.rules \
-    usr/lib/sysusers.d/hush.conf usr/lib/tmpfiles.d/hush.conf usr/share/hush/boards boot/firmware/overlays/hush-all.dtbo; do
+    usr/lib/sysusers.d/hush.conf usr/lib/tmpfiles.d/hush.conf usr/share/hush/boards boot/firmware/overlays/hush-all.dtbo \
+    "${alsa_lib_dir#/}/libasound_module_pcm_hush.so" usr/share/alsa/alsa.conf.d/50-hush.conf \
+    usr/share/alsa/alsa.conf.d/99-hush-default.conf etc/alsa/conf.d/50-hush.conf etc/alsa/conf.d/99-hush-default.conf; do
     expect "--uninstall removes /$path" test ! -e "$dest/$path"
 done
 expect "--uninstall keeps the config" test -f "$dest/etc/hush/hushd.toml"
