@@ -875,7 +875,7 @@ static int refuse_self(const struct hush_pcm *pcm) {
     socklen_t length = sizeof(peer);
     if (getsockopt(pcm->client.fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 && peer.pid == getpid()) {
         SNDERR("hush: hushd cannot play through the hush device, which feeds hushd: give its route a hw: PCM");
-        return -ELOOP;
+        return -EDEADLK;
     }
     return 0;
 }
