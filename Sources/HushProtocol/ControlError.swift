@@ -86,6 +86,16 @@ public struct ControlError: Error, Codable, Hashable, Sendable, CustomStringConv
         /// The sound could not be played: a file that does not open or decode, a path outside the sound
         /// directories.
         public static let cannotPlay: Code = "cannot-play"
+        /// The stream does not exist, or belongs to another connection (each connection has its own streams).
+        public static let unknownStream: Code = "unknown-stream"
+        /// A limit on streams was reached: all of hushd's, or one process's (`[streams]`); the message says which.
+        public static let tooManyStreams: Code = "too-many-streams"
+        /// hushd could not set the stream up (a ring longer than `[streams] ring_milliseconds_max`, no memory for
+        /// it, no descriptors left); the message says why.
+        public static let cannotStream: Code = "cannot-stream"
+        /// The stream's state does not allow the action (`resume` on a stream that is not paused, `start` on a
+        /// running one); the message says what state it is in.
+        public static let wrongStreamState: Code = "wrong-stream-state"
         /// Something failed inside hushd; the message says what.
         public static let internalError: Code = "internal-error"
     }

@@ -19,6 +19,22 @@ public struct ControlReply: Codable, Hashable, Sendable {
     public var status: ControlStatus?
     /// `subscribe`: the event kinds now sent to this client.
     public var events: [ControlEventKind]?
+    /// `open-stream`: the stream made; its descriptors are in ``descriptors``.
+    public var stream: StreamReport?
+    /// `stream` with `prepare`: the frame count the stream continues from (the header's `server_frames`, where
+    /// the client's own counter must be too), as counters only grow.
+    public var position: UInt64?
+    /// Descriptors sent with this reply's line (SCM_RIGHTS, with its first byte), in order: for `open-stream`, the
+    /// memfd and the eventfd. Not part of the JSON.
+    ///
+    /// - Important: The control server owns them once the reply is returned to it: it closes each after sending
+    ///   it, or when the connection is gone. Give it duplicates (`dup`) of descriptors you keep.
+    public var descriptors: [Int32] = []
+
+    /// The JSON members; ``descriptors`` travel beside the line, not in it.
+    enum CodingKeys: String, CodingKey {
+        case id, ok, error, hello, session, volume, route, status, events, stream, position
+    }
 
     public init(
         id: RequestID? = nil,
@@ -27,7 +43,10 @@ public struct ControlReply: Codable, Hashable, Sendable {
         volume: VolumeReport? = nil,
         route: RouteReport? = nil,
         status: ControlStatus? = nil,
-        events: [ControlEventKind]? = nil
+        events: [ControlEventKind]? = nil,
+        stream: StreamReport? = nil,
+        position: UInt64? = nil,
+        descriptors: [Int32] = []
     ) {
         self.id = id
         ok = true
@@ -37,6 +56,9 @@ public struct ControlReply: Codable, Hashable, Sendable {
         self.route = route
         self.status = status
         self.events = events
+        self.stream = stream
+        self.position = position
+        self.descriptors = descriptors
     }
 
     /// A successful reply with nothing to return.

@@ -105,6 +105,13 @@ public enum ControlCommand: Hashable, Sendable {
     /// Subscribes to events of these kinds (all of them when nil); the reply lists them.
     case subscribe(Set<ControlEventKind>?)
     case unsubscribe
+    /// Opens a stream of the `hush` ALSA device on this connection; the reply carries `stream` and, in the same
+    /// sendmsg, the stream's memfd and eventfd (docs/protocol.md, "Streams").
+    case openStream(StreamRequest)
+    /// Starts, pauses, resumes, stops or re-prepares a stream this connection opened.
+    case stream(StreamID, StreamAction)
+    /// Ends a stream this connection opened (closing the connection does too).
+    case closeStream(StreamID)
 
     /// The command's name on the wire.
     public var name: String {
@@ -122,13 +129,16 @@ public enum ControlCommand: Hashable, Sendable {
         case .status: "status"
         case .subscribe: "subscribe"
         case .unsubscribe: "unsubscribe"
+        case .openStream: "open-stream"
+        case .stream: "stream"
+        case .closeStream: "close-stream"
         }
     }
 
     /// Every command name the protocol knows, for error messages and docs.
     public static let names = [
         "hello", "version", "activate", "play", "pause", "resume", "stop", "deactivate", "volume", "route", "status",
-        "subscribe", "unsubscribe",
+        "subscribe", "unsubscribe", "open-stream", "stream", "close-stream",
     ]
 }
 
@@ -181,6 +191,24 @@ public struct ControlRequest: Hashable, Sendable {
             members["override"] = .string(route?.name ?? "auto")
         case .subscribe(let kinds):
             if let kinds { members["events"] = .array(kinds.sorted().map { .string($0.rawValue) }) }
+        case .openStream(let stream):
+            members["direction"] = .string(stream.direction.rawValue)
+            members["category"] = .string(stream.category.rawValue)
+            if let bus = stream.bus { members["bus"] = .string(bus.rawValue) }
+            if !stream.options.isEmpty { members["options"] = .array(stream.options.names.map { .string($0) }) }
+            if stream.transient { members["transient"] = .bool(true) }
+            if let name = stream.name { members["name"] = .string(name) }
+            if let session = stream.session { members["session"] = .number(Double(session.rawValue)) }
+            members["rate"] = .number(Double(stream.rate))
+            members["channels"] = .number(Double(stream.channels))
+            members["format"] = .string(stream.format.rawValue)
+            members["bufferFrames"] = .number(Double(stream.bufferFrames))
+            if let period = stream.periodFrames { members["periodFrames"] = .number(Double(period)) }
+        case .stream(let stream, let action):
+            members["stream"] = .number(Double(stream.rawValue))
+            members["action"] = .string(action.rawValue)
+        case .closeStream(let stream):
+            members["stream"] = .number(Double(stream.rawValue))
         }
         return .object(members)
     }

@@ -1,6 +1,7 @@
 import HushCore
 
-/// Everything `status` reports: the controls, the route, the volumes, the sessions and the output device.
+/// Everything `status` reports: the controls, the route, the volumes, the sessions, the output device, the streams
+/// and the microphone.
 public struct ControlStatus: Codable, Hashable, Sendable {
     public var version: String
     /// Seconds since hushd started.
@@ -23,6 +24,12 @@ public struct ControlStatus: Codable, Hashable, Sendable {
     public var output: Output
     /// Connections to the control socket.
     public var clients: Int
+    /// The streams of the `hush` ALSA device, oldest first.
+    public var streams: [Stream]
+    /// The streams that receive the microphone's samples now (the others' capture gets silence), by id.
+    public var microphone: [UInt64]
+    /// The microphone's PCM (`[capture] pcm`); absent when none is configured.
+    public var capture: Capture?
 
     public init(
         version: String,
@@ -39,7 +46,10 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         secondaryAudioShouldBeSilenced: Bool,
         sessions: [Session],
         output: Output,
-        clients: Int
+        clients: Int,
+        streams: [Stream] = [],
+        microphone: [StreamID] = [],
+        capture: Capture? = nil
     ) {
         self.version = version
         self.uptimeSeconds = (uptimeSeconds * 1000).rounded() / 1000
@@ -56,6 +66,9 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         self.sessions = sessions
         self.output = output
         self.clients = clients
+        self.streams = streams
+        self.microphone = microphone.map(\.rawValue)
+        self.capture = capture
     }
 
     /// Decibels to a tenth, nil for silence (JSON has no infinity).
@@ -178,6 +191,106 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.losses = losses
             self.latencyMilliseconds = (latencyMilliseconds * 100).rounded() / 100
             self.pending = pending
+        }
+    }
+
+    /// One stream of the `hush` ALSA device as status shows it.
+    public struct Stream: Codable, Hashable, Sendable {
+        public var id: UInt64
+        /// The session it plays or records in.
+        public var session: UInt64
+        /// The connection that carries it, and that connection's process.
+        public var client: UInt64
+        public var pid: Int32
+        /// The name the plugin gave (the program's).
+        public var name: String?
+        public var direction: StreamDirection
+        public var category: HushCore.Category
+        public var bus: Bus
+        public var rate: Int
+        public var channels: Int
+        public var format: StreamSampleFormat
+        /// The ring's capacity in frames.
+        public var ringFrames: Int
+        public var state: State
+        /// Playback: times the ring ran dry while the stream was running (0 for capture).
+        public var underruns: Int
+        /// Playback: frames hushd wanted and the ring did not have (0 for capture).
+        public var underrunFrames: Int
+        /// Capture: frames dropped because the client did not read them (0 for playback).
+        public var overrunFrames: Int
+        /// Times the client's counters were impossible (ahead of what it could have written or read) and hushd
+        /// clamped them.
+        public var violations: Int
+        /// Capture: whether the stream receives the microphone's samples now (else silence). False for playback.
+        public var microphone: Bool
+
+        /// What hushd does with a stream's frames.
+        public enum State: String, Codable, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            /// Opened (or prepared again), not started: no frames move.
+            case prepared
+            /// Frames move at the real rate.
+            case running
+            /// The policy holds it (interrupted, paused by a route change or a media key): playback is not consumed;
+            /// capture gets silence.
+            case held
+            /// The application paused it.
+            case paused
+            /// Playback: no more frames will come; the ring plays out.
+            case draining
+            public var description: String { rawValue }
+        }
+
+        public init(
+            id: StreamID,
+            session: SessionID,
+            client: ClientID,
+            pid: Int32,
+            name: String? = nil,
+            direction: StreamDirection,
+            configuration: SessionConfiguration,
+            rate: Int,
+            channels: Int,
+            format: StreamSampleFormat,
+            ringFrames: Int,
+            state: State,
+            underruns: Int = 0,
+            underrunFrames: Int = 0,
+            overrunFrames: Int = 0,
+            violations: Int = 0,
+            microphone: Bool = false
+        ) {
+            self.id = id.rawValue
+            self.session = session.rawValue
+            self.client = client.rawValue
+            self.pid = pid
+            self.name = name
+            self.direction = direction
+            category = configuration.category
+            bus = configuration.bus
+            self.rate = rate
+            self.channels = channels
+            self.format = format
+            self.ringFrames = ringFrames
+            self.state = state
+            self.underruns = underruns
+            self.underrunFrames = underrunFrames
+            self.overrunFrames = overrunFrames
+            self.violations = violations
+            self.microphone = microphone
+        }
+    }
+
+    /// The microphone's device (`[capture] pcm`).
+    public struct Capture: Codable, Hashable, Sendable {
+        /// The PCM name.
+        public var pcm: String
+        /// Whether the device is open now.
+        public var open: Bool
+
+        public init(pcm: String, open: Bool) {
+            self.pcm = pcm
+            self.open = open
         }
     }
 }

@@ -35,19 +35,31 @@ public enum ControlText {
             )
             lines.append("                 \(pending.error)")
         }
-        guard !status.sessions.isEmpty else {
-            lines.append("sessions         none")
-            return lines.map(fit)
-        }
-        lines.append("sessions         \(status.sessions.count)")
-        lines.append(sessionHeader)
-        let room = rows - lines.count
-        let shown = status.sessions.count <= room ? status.sessions.count : room - 1
-        lines += status.sessions.prefix(shown).map(sessionRow)
-        if shown < status.sessions.count {
-            lines.append("  ... and \(status.sessions.count - shown) more (hushctl --json status lists them all)")
-        }
+        lines.append("microphone       " + microphone(status))
+        // The sessions and the streams share the rows left; each table keeps at least half of them when both are
+        // long, and says how many rows it could not show.
+        let sessions = status.sessions.map(sessionRow)
+        let streams = status.streams.map(streamRow)
+        let room = rows - lines.count - (sessions.isEmpty ? 1 : 2) - (streams.isEmpty ? 1 : 2)
+        let streamRoom =
+            sessions.count + streams.count <= room
+            ? streams.count : min(streams.count, max(room / 2, room - sessions.count))
+        lines += table("sessions", sessionHeader, sessions, room: room - streamRoom)
+        lines += table("streams", streamHeader, streams, room: streamRoom)
         return lines.map(fit)
+    }
+
+    /// A labelled table: "none", or the count, the header and as many rows as `room` allows (the last one saying
+    /// how many more there are when they do not all fit).
+    static func table(_ label: String, _ header: String, _ rows: [String], room: Int) -> [String] {
+        let title = pad(label, 17)
+        guard !rows.isEmpty else { return [title + "none"] }
+        let shown = rows.count <= room ? rows.count : max(0, room - 1)
+        var lines = [title + "\(rows.count)", header] + rows.prefix(shown)
+        if shown < rows.count {
+            lines.append("  ... and \(rows.count - shown) more (hushctl --json status lists them all)")
+        }
+        return lines
     }
 
     static let sessionHeader =
@@ -74,6 +86,48 @@ public enum ControlText {
             + pad(session.uid.map { "\($0)" } ?? "-", 6, right: true) + "  " + pad(session.bus.rawValue, 7)
             + pad(session.category.rawValue, 14) + pad(optionText, 9) + state
     }
+
+    static let streamHeader =
+        pad("ID", 4, right: true) + pad("SESSION", 8, right: true) + pad("PID", 7, right: true) + "  "
+        + pad("NAME", 10) + pad("DIR", 5) + pad("RATE", 6, right: true) + pad("CH", 3, right: true) + " "
+        + pad("FORMAT", 9) + "STATE"
+
+    /// "   4       7    123  aplay     play  44100  2 S16_LE   running, 0 underruns".
+    static func streamRow(_ stream: ControlStatus.Stream) -> String {
+        var state = stream.state.rawValue
+        switch stream.direction {
+        case .playback: state += ", " + count(stream.underruns, "underrun")
+        case .capture: state += ", \(stream.overrunFrames) frames lost"
+        }
+        if stream.violations > 0 { state += ", " + count(stream.violations, "violation") }
+        return pad("\(stream.id)", 4, right: true) + pad("\(stream.session)", 8, right: true)
+            + pad("\(stream.pid)", 7, right: true) + "  " + pad(printable(stream.name ?? "-"), 10)
+            + pad(stream.direction == .playback ? "play" : "rec", 5) + pad("\(stream.rate)", 6, right: true)
+            + pad("\(stream.channels)", 3, right: true) + " " + pad(stream.format.rawValue, 9) + state
+    }
+
+    /// Who hears the microphone: "hw:1,0 (open), heard by stream 5 (arecord, pid 77)", "... heard by nobody", or
+    /// that there is none.
+    static func microphone(_ status: ControlStatus) -> String {
+        let holders = status.microphone.map { id in
+            guard let stream = status.streams.first(where: { $0.id == id }) else { return "stream \(id)" }
+            let name = stream.name.map { printable(String($0.prefix(16))) + ", " } ?? ""
+            return "stream \(id) (\(name)pid \(stream.pid))"
+        }
+        let heard = "heard by " + (holders.isEmpty ? "nobody" : holders.joined(separator: ", "))
+        guard let capture = status.capture else {
+            return holders.isEmpty ? "none ([capture] pcm is not set): capture streams get silence" : heard
+        }
+        return "\(capture.pcm) " + (capture.open ? "(open)" : "(closed)") + ", " + heard
+    }
+
+    /// A name a client chose, with control characters shown as "?" so it cannot break the terminal's lines.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
+    }
+
+    /// "1 underrun", "3 underruns".
+    static func count(_ number: Int, _ noun: String) -> String { "\(number) \(noun)" + (number == 1 ? "" : "s") }
 
     // MARK: Events
 

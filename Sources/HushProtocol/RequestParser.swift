@@ -100,19 +100,7 @@ struct RequestParser {
                 names: HushCore.Category.allCases.map(\.rawValue),
                 HushCore.Category.init(rawValue:)
             )
-            var options: CategoryOptions = []
-            for option in try optionalStrings("options") ?? [] {
-                guard let known = CategoryOptions.byName.first(where: { $0.0 == option }) else {
-                    throw ControlError(
-                        .invalidValue,
-                        "field 'options': \"\(option)\" is not an option; expected "
-                            + CategoryOptions.byName.map(\.0).joined(separator: " or ")
-                            + Self.suggestion(for: option, among: CategoryOptions.byName.map(\.0)),
-                        field: "options"
-                    )
-                }
-                options.insert(known.1)
-            }
+            let options = try options() ?? []
             let transient = try optionalBool("transient") ?? false
             let configuration = SessionConfiguration(
                 bus: bus,
@@ -203,6 +191,16 @@ struct RequestParser {
                 )
             }
             return .setRoute(name == "auto" ? nil : Route(name))
+        case "open-stream": return .openStream(try streamRequest())
+        case "stream":
+            let stream = try stream()
+            let action: StreamAction = try required(
+                "action",
+                names: StreamAction.allCases.map(\.rawValue),
+                StreamAction.init(rawValue:)
+            )
+            return .stream(stream, action)
+        case "close-stream": return .closeStream(try stream())
         case "subscribe":
             guard let names = try optionalStrings("events") else { return .subscribe(nil) }
             var kinds: Set<ControlEventKind> = []
@@ -227,6 +225,99 @@ struct RequestParser {
                 field: "command"
             )
         }
+    }
+
+    /// `open-stream`'s fields, checked in the order a person reads them.
+    private mutating func streamRequest() throws(ControlError) -> StreamRequest {
+        let direction: StreamDirection = try required(
+            "direction",
+            names: StreamDirection.allCases.map(\.rawValue),
+            StreamDirection.init(rawValue:)
+        )
+        let category: HushCore.Category = try required(
+            "category",
+            names: HushCore.Category.allCases.map(\.rawValue),
+            HushCore.Category.init(rawValue:)
+        )
+        // A stream's direction and its session's category must agree: a capture stream hears the microphone only
+        // in a session that records, and `record` is capture only (as a bus's category may not be record).
+        switch direction {
+        case .capture where !category.records:
+            throw ControlError(
+                .invalidValue,
+                "field 'category': a capture stream records: expected record or playAndRecord, got \"\(category)\"",
+                field: "category"
+            )
+        case .playback where category == .record:
+            throw ControlError(
+                .invalidValue,
+                "field 'category': a playback stream plays, and record is capture only; expected one of "
+                    + HushCore.Category.allCases.filter { $0 != .record }.map(\.rawValue).joined(separator: ", "),
+                field: "category"
+            )
+        default: break
+        }
+        let bus: Bus? = try optional("bus", names: Bus.allCases.map(\.rawValue), Bus.init(rawValue:))
+        let options = try options()
+        let transient = try optionalBool("transient")
+        let name = try optionalString("name")
+        let session = try optionalSession()
+        if session != nil {
+            // Joining a session takes it as it is; these describe a session to activate.
+            for (field, given) in [("bus", bus != nil), ("options", options != nil), ("transient", transient != nil)]
+            where given {
+                throw ControlError(
+                    .conflictingFields,
+                    "open-stream with 'session' joins that session as it is; '\(field)' is for a session it "
+                        + "activates, so give one or the other",
+                    field: field
+                )
+            }
+        }
+        let rate = try requiredInteger(
+            "rate",
+            StreamRequest.rates,
+            "a rate in Hz from \(StreamRequest.rates.lowerBound) to \(StreamRequest.rates.upperBound)"
+        )
+        let channels = try requiredInteger("channels", StreamRequest.channelCounts, "1 (mono) or 2 (stereo)")
+        let format: StreamSampleFormat = try required(
+            "format",
+            names: StreamSampleFormat.allCases.map(\.rawValue),
+            StreamSampleFormat.init(rawValue:)
+        )
+        let buffers = StreamRequest.bufferFrameCounts
+        let bufferFrames = try requiredInteger(
+            "bufferFrames",
+            buffers,
+            "a number of frames from \(buffers.lowerBound) to \(buffers.upperBound)"
+        )
+        let periods = StreamRequest.periodFrameCounts(bufferFrames: bufferFrames)
+        var periodFrames: Int?
+        if let period = try optionalInteger("periodFrames") {
+            guard periods.contains(Int(period)) else {
+                throw ControlError(
+                    .invalidValue,
+                    "field 'periodFrames': expected a number of frames from \(periods.lowerBound) to "
+                        + "\(periods.upperBound) (half of bufferFrames \(bufferFrames)), got \(period)",
+                    field: "periodFrames"
+                )
+            }
+            periodFrames = Int(period)
+        }
+        return StreamRequest(
+            direction: direction,
+            category: category,
+            bus: bus,
+            options: options ?? [],
+            transient: transient ?? false,
+            name: name,
+            session: session,
+            rate: rate,
+            channels: channels,
+            format: format,
+            bufferFrames: bufferFrames,
+            periodFrames: periodFrames
+        )
     }
 
     // MARK: Fields
@@ -267,6 +358,41 @@ struct RequestParser {
         guard let value = take(field) else { return nil }
         guard let number = value.integer else { throw wrongType(field, "a whole number", value) }
         return number
+    }
+
+    /// A whole number `field` must have, within `range`; `expected` says what it is ("a rate in Hz from 8000 to
+    /// 192000").
+    private mutating func requiredInteger(
+        _ field: String,
+        _ range: ClosedRange<Int>,
+        _ expected: String
+    ) throws(ControlError) -> Int {
+        guard let value = try optionalInteger(field) else {
+            throw ControlError(.missingField, "\(command) needs field '\(field)': \(expected)", field: field)
+        }
+        guard value >= Int64(range.lowerBound), value <= Int64(range.upperBound) else {
+            throw ControlError(.invalidValue, "field '\(field)': expected \(expected), got \(value)", field: field)
+        }
+        return Int(value)
+    }
+
+    /// `options`: names of category options.
+    private mutating func options() throws(ControlError) -> CategoryOptions? {
+        guard let names = try optionalStrings("options") else { return nil }
+        var options: CategoryOptions = []
+        for option in names {
+            guard let known = CategoryOptions.byName.first(where: { $0.0 == option }) else {
+                throw ControlError(
+                    .invalidValue,
+                    "field 'options': \"\(option)\" is not an option; expected "
+                        + CategoryOptions.byName.map(\.0).joined(separator: " or ")
+                        + Self.suggestion(for: option, among: CategoryOptions.byName.map(\.0)),
+                    field: "options"
+                )
+            }
+            options.insert(known.1)
+        }
+        return options
     }
 
     private mutating func optionalStrings(_ field: String) throws(ControlError) -> [String]? {
@@ -316,17 +442,36 @@ struct RequestParser {
     }
 
     private mutating func session() throws(ControlError) -> SessionID {
-        guard let value = take("session") else {
+        guard let session = try optionalSession() else {
             throw ControlError(
                 .missingField,
                 "\(command) needs field 'session': the id activate replied with",
                 field: "session"
             )
         }
+        return session
+    }
+
+    private mutating func optionalSession() throws(ControlError) -> SessionID? {
+        guard let value = take("session") else { return nil }
         guard let number = value.integer, number > 0 else {
             throw wrongType("session", "a session id (a whole number above 0)", value)
         }
         return SessionID(UInt64(number))
+    }
+
+    private mutating func stream() throws(ControlError) -> StreamID {
+        guard let value = take("stream") else {
+            throw ControlError(
+                .missingField,
+                "\(command) needs field 'stream': the id open-stream replied with",
+                field: "stream"
+            )
+        }
+        guard let number = value.integer, number > 0 else {
+            throw wrongType("stream", "a stream id (a whole number above 0)", value)
+        }
+        return StreamID(UInt64(number))
     }
 
     private func rejectUnusedFields() throws(ControlError) {

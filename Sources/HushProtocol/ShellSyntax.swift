@@ -191,7 +191,14 @@ public enum ShellSyntax {
     public static func describe(_ reply: ControlReply) -> [String] {
         if let error = reply.error, !reply.ok { return ["error [\(error.code)]: \(error.message)"] }
         if let status = reply.status { return ControlText.status(status) }
+        if let stream = reply.stream {
+            return [
+                "stream \(stream.id) in session \(stream.session): \(stream.ringFrames)-frame ring, "
+                    + "\(stream.periodFrames)-frame periods"
+            ]
+        }
         if let session = reply.session { return ["session \(session)"] }
+        if let position = reply.position { return ["position \(position)"] }
         if let volume = reply.volume { return [ControlText.volume(volume)] }
         if let route = reply.route { return [ControlText.route(route)] }
         if let hello = reply.hello { return [ControlText.hello(hello)] }

@@ -49,6 +49,59 @@ struct ControlCodecTests {
         ControlRequest(id: .number(19), .subscribe(nil)),
         ControlRequest(id: .number(20), .subscribe([.decision, .routeChanged])),
         ControlRequest(id: .number(21), .unsubscribe),
+        ControlRequest(
+            id: .number(22),
+            .openStream(
+                StreamRequest(
+                    direction: .playback,
+                    category: .playback,
+                    rate: 44_100,
+                    channels: 2,
+                    format: .s16LE,
+                    bufferFrames: 22_050
+                )
+            )
+        ),
+        ControlRequest(
+            id: .number(23),
+            .openStream(
+                StreamRequest(
+                    direction: .capture,
+                    category: .playAndRecord,
+                    bus: .music,
+                    options: [.mixWithOthers],
+                    transient: true,
+                    name: "voip",
+                    rate: 16_000,
+                    channels: 1,
+                    format: .floatLE,
+                    bufferFrames: 4096,
+                    periodFrames: 256
+                )
+            )
+        ),
+        ControlRequest(
+            id: .number(24),
+            .openStream(
+                StreamRequest(
+                    direction: .playback,
+                    category: .playAndRecord,
+                    name: "voip",
+                    session: SessionID(3),
+                    rate: 192_000,
+                    channels: 2,
+                    format: .s32LE,
+                    bufferFrames: 262_144,
+                    periodFrames: 131_072
+                )
+            )
+        ),
+        ControlRequest(id: .number(25), .stream(StreamID(4), .start)),
+        ControlRequest(id: .number(26), .stream(StreamID(4), .pause)),
+        ControlRequest(id: .number(27), .stream(StreamID(4), .resume)),
+        ControlRequest(id: .number(28), .stream(StreamID(4), .stop)),
+        ControlRequest(id: .number(29), .stream(StreamID(4), .prepare)),
+        ControlRequest(id: .number(30), .closeStream(StreamID(4))),
     ]
 
     @Test("every request survives encode then decode", arguments: requests)
@@ -90,6 +143,54 @@ struct ControlCodecTests {
         )
         #expect(try decode(#"{"command":"hello","id":null}"#).get() == ControlRequest(.hello(name: nil)))
         #expect(try decode(#"{"command":"status","id":-5}"#).get().id == .number(-5))
+        #expect(
+            try decode(
+                #"{"command":"open-stream","direction":"playback","category":"ambient","bus":null,"options":[],"#
+                    + #""transient":false,"rate":8000,"channels":1,"format":"S16_LE","bufferFrames":256,"#
+                    + #""periodFrames":null}"#
+            ).get().command
+                == .openStream(
+                    StreamRequest(
+                        direction: .playback,
+                        category: .ambient,
+                        rate: 8000,
+                        channels: 1,
+                        format: .s16LE,
+                        bufferFrames: 256
+                    )
+                )
+        )
+        #expect(
+            try decode(#"{"command":"stream","stream":9,"action":"prepare","id":"p"}"#).get()
+                == ControlRequest(id: .string("p"), .stream(StreamID(9), .prepare))
+        )
+    }
+
+    @Test("open-stream's bus is hushd's pick when absent; its periods are 16 frames up to half the buffer")
+    func streamRequestDefaults() {
+        let request = StreamRequest(
+            direction: .playback,
+            category: .ambient,
+            rate: 48_000,
+            channels: 2,
+            format: .s16LE,
+            bufferFrames: 4096
+        )
+        #expect(request.sessionConfiguration == SessionConfiguration(bus: .effect, category: .ambient))
+        var named = request
+        named.bus = .ringer
+        named.options = [.duckOthers]
+        named.transient = true
+        #expect(
+            named.sessionConfiguration
+                == SessionConfiguration(bus: .ringer, category: .ambient, options: [.duckOthers], transient: true)
+        )
+        #expect(StreamRequest.periodFrameCounts(bufferFrames: 4096) == 16...2048)
+        #expect(StreamRequest.periodFrameCounts(bufferFrames: 256) == 16...128)
+        #expect("\(request)" == "playback 48000 Hz 2 ch S16_LE, 4096 frames")
+        #expect(ControlCommand.openStream(request).name == "open-stream")
+        #expect(ControlCommand.stream(StreamID(1), .stop).name == "stream")
+        #expect(ControlCommand.closeStream(StreamID(1)).name == "close-stream")
     }
 
     /// A request that must fail: the code, the field, the message, and the id the reply echoes.
@@ -125,7 +226,7 @@ struct ControlCodecTests {
             code: .missingField,
             field: "command",
             message: "field 'command' is missing: name one of hello, version, activate, play, pause, resume, stop, "
-                + "deactivate, volume, route, status, subscribe, unsubscribe",
+                + "deactivate, volume, route, status, subscribe, unsubscribe, open-stream, stream, close-stream",
             id: .number(4)
         ),
         Refusal(
@@ -152,7 +253,8 @@ struct ControlCodecTests {
             code: .unknownCommand,
             field: "command",
             message: "unknown command \"stauts\" (did you mean \"status\"?); commands: hello, version, activate, "
-                + "play, pause, resume, stop, deactivate, volume, route, status, subscribe, unsubscribe",
+                + "play, pause, resume, stop, deactivate, volume, route, status, subscribe, unsubscribe, open-stream, "
+                + "stream, close-stream",
             id: .number(9)
         ),
         Refusal(
@@ -160,7 +262,7 @@ struct ControlCodecTests {
             code: .unknownCommand,
             field: "command",
             message: "unknown command \"launch\"; commands: hello, version, activate, play, pause, resume, stop, "
-                + "deactivate, volume, route, status, subscribe, unsubscribe"
+                + "deactivate, volume, route, status, subscribe, unsubscribe, open-stream, stream, close-stream"
         ),
         Refusal(
             line: #"{"command":"activate","category":"playback"}"#,
@@ -329,7 +431,237 @@ struct ControlCodecTests {
         ),
     ]
 
-    @Test("every malformed request gets the error reply that names its problem", arguments: refusals)
+    /// A well-formed open-stream, to spoil one field at a time: `{}` is where more fields go.
+    static func openStream(_ fields: String, replacing: [String: String] = [:]) -> String {
+        var base = [
+            ("direction", #""playback""#), ("category", #""playback""#), ("rate", "48000"), ("channels", "2"),
+            ("format", #""S16_LE""#), ("bufferFrames", "4096"),
+        ]
+        base = base.compactMap { key, value in
+            guard let replaced = replacing[key] else { return (key, value) }
+            return replaced.isEmpty ? nil : (key, replaced)
+        }
+        let members = base.map { "\"\($0.0)\":\($0.1)" } + (fields.isEmpty ? [] : [fields])
+        return #"{"command":"open-stream","# + members.joined(separator: ",") + "}"
+    }
+
+    static let streamRefusals: [Refusal] = [
+        Refusal(
+            line: openStream("", replacing: ["direction": ""]),
+            code: .missingField,
+            field: "direction",
+            message: "open-stream needs field 'direction': one of playback, capture"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["direction": #""playbak""#]),
+            code: .invalidValue,
+            field: "direction",
+            message:
+                "field 'direction': expected one of playback, capture, got \"playbak\" (did you mean \"playback\"?)"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["category": ""]),
+            code: .missingField,
+            field: "category",
+            message: "open-stream needs field 'category': one of ambient, soloAmbient, playback, record, playAndRecord"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["direction": #""capture""#]),
+            code: .invalidValue,
+            field: "category",
+            message: "field 'category': a capture stream records: expected record or playAndRecord, got \"playback\""
+        ),
+        Refusal(
+            line: openStream("", replacing: ["category": #""record""#]),
+            code: .invalidValue,
+            field: "category",
+            message: "field 'category': a playback stream plays, and record is capture only; expected one of "
+                + "ambient, soloAmbient, playback, playAndRecord"
+        ),
+        Refusal(
+            line: openStream(#""bus":"musik""#),
+            code: .invalidValue,
+            field: "bus",
+            message: "field 'bus': expected one of effect, music, ringer, got \"musik\" (did you mean \"music\"?)"
+        ),
+        Refusal(
+            line: openStream(#""options":["duck"]"#),
+            code: .invalidValue,
+            field: "options",
+            message: "field 'options': \"duck\" is not an option; expected mixWithOthers or duckOthers"
+        ),
+        Refusal(
+            line: openStream(#""name":7"#),
+            code: .wrongType,
+            field: "name",
+            message: "field 'name': expected a string, got a number 7"
+        ),
+        Refusal(
+            line: openStream(#""session":0"#),
+            code: .wrongType,
+            field: "session",
+            message: "field 'session': expected a session id (a whole number above 0), got a number 0"
+        ),
+        Refusal(
+            line: openStream(#""session":3,"bus":"music""#),
+            code: .conflictingFields,
+            field: "bus",
+            message: "open-stream with 'session' joins that session as it is; 'bus' is for a session it activates, "
+                + "so give one or the other"
+        ),
+        Refusal(
+            line: openStream(#""session":3,"options":[]"#),
+            code: .conflictingFields,
+            field: "options",
+            message: "open-stream with 'session' joins that session as it is; 'options' is for a session it "
+                + "activates, so give one or the other"
+        ),
+        Refusal(
+            line: openStream(#""session":3,"transient":false"#),
+            code: .conflictingFields,
+            field: "transient",
+            message: "open-stream with 'session' joins that session as it is; 'transient' is for a session it "
+                + "activates, so give one or the other"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["rate": ""]),
+            code: .missingField,
+            field: "rate",
+            message: "open-stream needs field 'rate': a rate in Hz from 8000 to 192000"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["rate": "7999"]),
+            code: .invalidValue,
+            field: "rate",
+            message: "field 'rate': expected a rate in Hz from 8000 to 192000, got 7999"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["rate": "192001"]),
+            code: .invalidValue,
+            field: "rate",
+            message: "field 'rate': expected a rate in Hz from 8000 to 192000, got 192001"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["rate": #""48000""#]),
+            code: .wrongType,
+            field: "rate",
+            message: "field 'rate': expected a whole number, got a string \"48000\""
+        ),
+        Refusal(
+            line: openStream("", replacing: ["rate": "44100.5"]),
+            code: .wrongType,
+            field: "rate",
+            message: "field 'rate': expected a whole number, got a number 44100.5"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["channels": "0"]),
+            code: .invalidValue,
+            field: "channels",
+            message: "field 'channels': expected 1 (mono) or 2 (stereo), got 0"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["channels": "6"]),
+            code: .invalidValue,
+            field: "channels",
+            message: "field 'channels': expected 1 (mono) or 2 (stereo), got 6"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["format": #""s16le""#]),
+            code: .invalidValue,
+            field: "format",
+            message:
+                "field 'format': expected one of S16_LE, S32_LE, FLOAT_LE, got \"s16le\" (did you mean \"S16_LE\"?)"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["format": "16"]),
+            code: .wrongType,
+            field: "format",
+            message: "field 'format': expected one of S16_LE, S32_LE, FLOAT_LE, got a number 16"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["bufferFrames": ""]),
+            code: .missingField,
+            field: "bufferFrames",
+            message: "open-stream needs field 'bufferFrames': a number of frames from 256 to 262144"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["bufferFrames": "255"]),
+            code: .invalidValue,
+            field: "bufferFrames",
+            message: "field 'bufferFrames': expected a number of frames from 256 to 262144, got 255"
+        ),
+        Refusal(
+            line: openStream("", replacing: ["bufferFrames": "262145"]),
+            code: .invalidValue,
+            field: "bufferFrames",
+            message: "field 'bufferFrames': expected a number of frames from 256 to 262144, got 262145"
+        ),
+        Refusal(
+            line: openStream(#""periodFrames":2049"#),
+            code: .invalidValue,
+            field: "periodFrames",
+            message: "field 'periodFrames': expected a number of frames from 16 to 2048 (half of bufferFrames 4096), "
+                + "got 2049"
+        ),
+        Refusal(
+            line: openStream(#""periodFrames":15"#),
+            code: .invalidValue,
+            field: "periodFrames",
+            message: "field 'periodFrames': expected a number of frames from 16 to 2048 (half of bufferFrames 4096), "
+                + "got 15"
+        ),
+        Refusal(
+            line: openStream(#""periodframes":256"#),
+            code: .unknownField,
+            field: "periodframes",
+            message: "open-stream takes no field 'periodframes' (did you mean \"periodFrames\"?); it takes "
+                + "'bufferFrames', 'bus', 'category', 'channels', 'command', 'direction', 'format', 'id', 'name', "
+                + "'options', 'periodFrames', 'rate', 'session', 'transient'"
+        ),
+        Refusal(
+            line: #"{"command":"stream","action":"start","id":5}"#,
+            code: .missingField,
+            field: "stream",
+            message: "stream needs field 'stream': the id open-stream replied with",
+            id: .number(5)
+        ),
+        Refusal(
+            line: #"{"command":"stream","stream":4}"#,
+            code: .missingField,
+            field: "action",
+            message: "stream needs field 'action': one of start, pause, resume, stop, prepare"
+        ),
+        Refusal(
+            line: #"{"command":"stream","stream":4,"action":"stat"}"#,
+            code: .invalidValue,
+            field: "action",
+            message: "field 'action': expected one of start, pause, resume, stop, prepare, got \"stat\" "
+                + "(did you mean \"start\"?)"
+        ),
+        Refusal(
+            line: #"{"command":"stream","stream":-4,"action":"stop"}"#,
+            code: .wrongType,
+            field: "stream",
+            message: "field 'stream': expected a stream id (a whole number above 0), got a number -4"
+        ),
+        Refusal(
+            line: #"{"command":"close-stream","stream":"4"}"#,
+            code: .wrongType,
+            field: "stream",
+            message: "field 'stream': expected a stream id (a whole number above 0), got a string \"4\""
+        ),
+        Refusal(
+            line: #"{"command":"close-stream","stream":4,"action":"stop"}"#,
+            code: .unknownField,
+            field: "action",
+            message: "close-stream takes no field 'action'; it takes 'command', 'id', 'stream'"
+        ),
+    ]
+
+    @Test(
+        "every malformed request gets the error reply that names its problem",
+        arguments: refusals + streamRefusals
+    )
     func refused(_ refusal: Refusal) {
         guard case .failure(let failure) = decode(refusal.line) else {
             Issue.record("accepted: \(refusal.line)")
@@ -463,6 +795,12 @@ struct ControlCodecTests {
             ControlReply(id: .number(5), status: ControlTextTests.waiting),
             ControlReply(id: .number(6), events: [.decision, .routeChanged]),
             ControlReply.failure(ControlError(.interrupted, "session 2 is interrupted"), id: .string("z")),
+            ControlReply(
+                id: .number(7),
+                stream: StreamReport(id: StreamID(4), session: SessionID(6), ringFrames: 22_050, periodFrames: 60)
+            ),
+            ControlReply(id: .number(8), position: 96_000),
+            ControlReply(id: .number(9), status: ControlTextTests.streaming),
         ]
         for reply in replies {
             #expect(try codec.decodeMessage(codec.encode(reply).dropLast()) == .reply(reply))
@@ -471,6 +809,28 @@ struct ControlCodecTests {
             text(codec.encode(replies[2]))
                 == #"{"id":3,"ok":true,"volume":{"kind":"system","step":0}}"# + "\n"
         )
+    }
+
+    @Test("a reply's descriptors travel beside its line, never in it")
+    func descriptorsAreNotJSON() throws {
+        let reply = ControlReply(
+            id: .number(7),
+            stream: StreamReport(id: StreamID(4), session: SessionID(6), ringFrames: 22_050, periodFrames: 60),
+            descriptors: [5, 6]
+        )
+        let line = codec.encode(reply)
+        #expect(
+            text(line) == #"{"id":7,"ok":true,"stream":{"id":4,"periodFrames":60,"ringFrames":22050,"session":6}}"#
+                + "\n"
+        )
+        guard case .reply(let decoded) = try codec.decodeMessage(line.dropLast()) else {
+            Issue.record("not a reply")
+            return
+        }
+        #expect(decoded.descriptors == [])
+        var withoutDescriptors = reply
+        withoutDescriptors.descriptors = []
+        #expect(decoded == withoutDescriptors)
     }
 
     @Test("a line from hushd that is neither reply nor event is an error, not a crash")

@@ -13,7 +13,8 @@ struct ControlCodecWireTests {
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
     static let statusText =
-        #"{"buttonsControl":"system","clients":3,"jack":"plugged","output":{"channels":2,"latencyMilliseconds":4,"#
+        #"{"buttonsControl":"system","clients":3,"jack":"plugged","microphone":[],"#
+        + #""output":{"channels":2,"latencyMilliseconds":4,"#
         + #""losses":1,"open":true,"pcm":"hw:CARD=Headphones,DEV=0","periodFrames":64,"periods":3,"#
         + #""sampleRate":48000,"xruns":2},"ringerVolume":0,"route":"headphones","routeOverridden":false,"#
         + #""secondaryAudioShouldBeSilenced":true,"sessions":["#
@@ -28,7 +29,7 @@ struct ControlCodecWireTests {
         + #""transient":false,"uid":1000},"#
         + #"{"bus":"music","category":"soloAmbient","client":0,"id":5,"interruptedBy":[],"options":[],"#
         + #""state":"idle","transient":false}],"#
-        + #""silenceSwitch":"ring","systemGainDecibels":-24,"systemVolume":8,"uptimeSeconds":3725.4,"#
+        + #""silenceSwitch":"ring","streams":[],"systemGainDecibels":-24,"systemVolume":8,"uptimeSeconds":3725.4,"#
         + #""version":"0.1.0"}"#
 
     static let pendingText =
@@ -74,6 +75,14 @@ struct ControlCodecWireTests {
         ),
         (ControlReply(events: []), #"{"events":[],"ok":true}"#),
         (
+            ControlReply(
+                id: .number(9),
+                stream: StreamReport(id: StreamID(4), session: SessionID(6), ringFrames: 22_050, periodFrames: 60)
+            ),
+            #"{"id":9,"ok":true,"stream":{"id":4,"periodFrames":60,"ringFrames":22050,"session":6}}"#
+        ),
+        (ControlReply(id: .number(10), position: 96_000), #"{"id":10,"ok":true,"position":96000}"#),
+        (
             ControlReply.failure(ControlError(.interrupted, "session 2 is interrupted"), id: .string("z")),
             #"{"error":{"code":"interrupted","message":"session 2 is interrupted"},"id":"z","ok":false}"#
         ),
@@ -90,6 +99,26 @@ struct ControlCodecWireTests {
             #expect(try codec.decodeMessage(Array(line.utf8)) == .reply(reply))
         }
         #expect(text(codec.encode(ControlTextTests.status)) == Self.statusText + "\n")
+    }
+
+    /// The streams, the microphone and its device, as status carries them.
+    @Test("a status with streams: each stream's fields, the microphone's streams and the capture device")
+    func streamingStatus() throws {
+        let line = text(codec.encode(ControlTextTests.streaming))
+        #expect(line.contains(#""capture":{"open":true,"pcm":"hw:CARD=Mic,DEV=0"},"clients":3,"#))
+        #expect(line.contains(#""microphone":[5],"output":"#))
+        let streams: String =
+            #""streams":[{"bus":"music","category":"playback","channels":2,"client":1005,"direction":"playback","#
+            + #""format":"S16_LE","id":4,"microphone":false,"name":"aplay","overrunFrames":0,"pid":123,"#
+            + #""rate":44100,"ringFrames":22050,"session":6,"state":"running","underrunFrames":0,"#
+            + #""underruns":0,"violations":0},"#
+            + #"{"bus":"music","category":"record","channels":1,"client":1006,"direction":"capture","#
+            + #""format":"S16_LE","id":5,"microphone":true,"name":"arecord","overrunFrames":480,"pid":77,"#
+            + #""rate":16000,"ringFrames":8000,"session":7,"state":"running","underrunFrames":0,"#
+            + #""underruns":0,"violations":0},"#
+        #expect(line.contains(streams))
+        let reply = ControlReply(id: .number(1), status: ControlTextTests.streaming)
+        #expect(try codec.decodeMessage(codec.encode(reply).dropLast()) == .reply(reply))
     }
 
     /// Every request, also those the documented examples leave out (ControlCodecTests has those).
@@ -120,6 +149,20 @@ struct ControlCodecWireTests {
             #"{"command":"subscribe","id":19}"#,
             #"{"command":"subscribe","events":["route-changed","decision"],"id":20}"#,
             #"{"command":"unsubscribe","id":21}"#,
+            #"{"bufferFrames":22050,"category":"playback","channels":2,"command":"open-stream","direction":"playback","#
+                + #""format":"S16_LE","id":22,"rate":44100}"#,
+            #"{"bufferFrames":4096,"bus":"music","category":"playAndRecord","channels":1,"command":"open-stream","#
+                + #""direction":"capture","format":"FLOAT_LE","id":23,"name":"voip","options":["mixWithOthers"],"#
+                + #""periodFrames":256,"rate":16000,"transient":true}"#,
+            #"{"bufferFrames":262144,"category":"playAndRecord","channels":2,"command":"open-stream","#
+                + #""direction":"playback","format":"S32_LE","id":24,"name":"voip","periodFrames":131072,"#
+                + #""rate":192000,"session":3}"#,
+            #"{"action":"start","command":"stream","id":25,"stream":4}"#,
+            #"{"action":"pause","command":"stream","id":26,"stream":4}"#,
+            #"{"action":"resume","command":"stream","id":27,"stream":4}"#,
+            #"{"action":"stop","command":"stream","id":28,"stream":4}"#,
+            #"{"action":"prepare","command":"stream","id":29,"stream":4}"#,
+            #"{"command":"close-stream","id":30,"stream":4}"#,
         ]
         #expect(ControlCodecTests.requests.map { text(codec.encode($0)) } == expected.map { $0 + "\n" })
     }

@@ -83,6 +83,7 @@ struct ControlTextTests {
             secondary audio  should be silenced
             output           hw:CARD=Headphones,DEV=0 (open)
                              48000 Hz, 2 ch, 3 x 64 frames (4 ms), 2 xruns, 1 loss
+            microphone       none ([capture] pcm is not set): capture streams get silence
             sessions         5
               ID CLIENT    PID   UID  BUS    CATEGORY      OPTIONS  STATE
                1   1001   4001  1000  music  playback      -        interrupted by 3
@@ -90,6 +91,7 @@ struct ControlTextTests {
                3   1003   4003  1000  ringer playback      -+tr     playing
                4   1004   4004  1000  effect playAndRecord duck     paused (user)
                5      0      -     -  music  soloAmbient   -        idle
+            streams          none
             """
         let lines = ControlText.status(Self.status)
         #expect(lines.joined(separator: "\n") == expected)
@@ -111,8 +113,193 @@ struct ControlTextTests {
         #expect(lines[0] == "hushd 0.1.0, up 2 d 7 h, 3 clients")
         #expect(lines[3] == "route            headphones (override)")
         #expect(lines[8] == "output           hw:CARD=Headphones,DEV=0 (LOST, retrying)")
-        #expect(lines[22] == "  11   1011   4011  1000  effect ambient       mix      playing")
-        #expect(lines[23] == "  ... and 19 more (hushctl --json status lists them all)")
+        #expect(lines[21] == "   9   1009   4009  1000  effect ambient       mix      playing")
+        #expect(lines[22] == "  ... and 21 more (hushctl --json status lists them all)")
+        #expect(lines[23] == "streams          none")
+    }
+
+    static func stream(
+        _ id: UInt64,
+        session: UInt64,
+        pid: Int32,
+        name: String?,
+        _ direction: StreamDirection,
+        _ bus: Bus,
+        _ category: HushCore.Category,
+        rate: Int,
+        channels: Int,
+        format: StreamSampleFormat = .s16LE,
+        ringFrames: Int,
+        state: ControlStatus.Stream.State = .running,
+        underruns: Int = 0,
+        underrunFrames: Int = 0,
+        overrunFrames: Int = 0,
+        violations: Int = 0,
+        microphone: Bool = false
+    ) -> ControlStatus.Stream {
+        ControlStatus.Stream(
+            id: StreamID(id),
+            session: SessionID(session),
+            client: ClientID(1001 + id),
+            pid: pid,
+            name: name,
+            direction: direction,
+            configuration: SessionConfiguration(bus: bus, category: category),
+            rate: rate,
+            channels: channels,
+            format: format,
+            ringFrames: ringFrames,
+            state: state,
+            underruns: underruns,
+            underrunFrames: underrunFrames,
+            overrunFrames: overrunFrames,
+            violations: violations,
+            microphone: microphone
+        )
+    }
+
+    /// Applications playing and recording through the `hush` ALSA device, one of them hearing the microphone.
+    static let streaming = {
+        var status = Self.status
+        status.sessions = [
+            session(6, .music, .playback, state: "playing"), session(7, .music, .record, state: "playing"),
+        ]
+        status.streams = [
+            stream(
+                4,
+                session: 6,
+                pid: 123,
+                name: "aplay",
+                .playback,
+                .music,
+                .playback,
+                rate: 44_100,
+                channels: 2,
+                ringFrames: 22_050
+            ),
+            stream(
+                5,
+                session: 7,
+                pid: 77,
+                name: "arecord",
+                .capture,
+                .music,
+                .record,
+                rate: 16_000,
+                channels: 1,
+                ringFrames: 8000,
+                overrunFrames: 480,
+                microphone: true
+            ),
+            stream(
+                6,
+                session: 8,
+                pid: 4242,
+                name: "gst-launch-1.0\nx",
+                .playback,
+                .effect,
+                .ambient,
+                rate: 48_000,
+                channels: 2,
+                format: .floatLE,
+                ringFrames: 4096,
+                state: .held,
+                underruns: 1,
+                underrunFrames: 64
+            ),
+            stream(
+                7,
+                session: 9,
+                pid: 4243,
+                name: nil,
+                .playback,
+                .music,
+                .playback,
+                rate: 8000,
+                channels: 1,
+                format: .s32LE,
+                ringFrames: 256,
+                state: .draining,
+                underruns: 12,
+                violations: 3
+            ),
+        ]
+        status.microphone = [5]
+        status.capture = ControlStatus.Capture(pcm: "hw:CARD=Mic,DEV=0", open: true)
+        return status
+    }()
+
+    @Test("streams: one line each under the sessions, and who hears the microphone")
+    func streamsText() {
+        let expected = """
+            microphone       hw:CARD=Mic,DEV=0 (open), heard by stream 5 (arecord, pid 77)
+            sessions         2
+              ID CLIENT    PID   UID  BUS    CATEGORY      OPTIONS  STATE
+               6   1006   4006  1000  music  playback      -        playing
+               7   1007   4007  1000  music  record        -        playing
+            streams          4
+              ID SESSION    PID  NAME      DIR    RATE CH FORMAT   STATE
+               4       6    123  aplay     play  44100  2 S16_LE   running, 0 underruns
+               5       7     77  arecord   rec   16000  1 S16_LE   running, 480 frames lost
+               6       8   4242  gst-launc play  48000  2 FLOAT_LE held, 1 underrun
+               7       9   4243  -         play   8000  1 S32_LE   draining, 12 underruns...
+            """
+        let lines = ControlText.status(Self.streaming)
+        #expect(lines[10...].joined(separator: "\n") == expected)
+        #expect(lines.allSatisfy { $0.count <= 80 })
+        // What fit cut off the last row: its violations.
+        #expect(ControlText.streamRow(Self.streaming.streams[3]).hasSuffix("draining, 12 underruns, 3 violations"))
+    }
+
+    @Test("the microphone: nobody, a closed device, several streams, a name that would break the line")
+    func microphoneText() {
+        var status = Self.streaming
+        status.microphone = []
+        status.capture?.open = false
+        #expect(ControlText.microphone(status) == "hw:CARD=Mic,DEV=0 (closed), heard by nobody")
+        status.microphone = [5, 6, 99]
+        #expect(
+            ControlText.microphone(status)
+                == "hw:CARD=Mic,DEV=0 (closed), heard by stream 5 (arecord, pid 77), stream 6 (gst-launch-1.0?x, "
+                + "pid 4242), stream 99"
+        )
+        status.capture = nil
+        status.microphone = []
+        #expect(ControlText.microphone(status) == "none ([capture] pcm is not set): capture streams get silence")
+    }
+
+    @Test("many sessions and many streams: both tables get rows, and the status still fits 24 lines")
+    func manySessionsAndStreams() {
+        var status = Self.streaming
+        status.sessions = (1...30).map { Self.session(UInt64($0), .effect, .ambient, state: "playing") }
+        status.streams = (1...30).map {
+            Self.stream(
+                UInt64($0),
+                session: UInt64($0),
+                pid: 100,
+                name: "mpd",
+                .playback,
+                .music,
+                .playback,
+                rate: 48_000,
+                channels: 2,
+                ringFrames: 4096
+            )
+        }
+        let lines = ControlText.status(status)
+        #expect(lines.count == 24)
+        #expect(lines.allSatisfy { $0.count <= 80 })
+        #expect(lines[11] == "sessions         30")
+        #expect(lines[17] == "  ... and 26 more (hushctl --json status lists them all)")
+        #expect(lines[18] == "streams          30")
+        #expect(lines[23] == "  ... and 27 more (hushctl --json status lists them all)")
+        // A few streams and many sessions: every stream is shown, the sessions take the rest.
+        status.streams = Array(status.streams.prefix(2))
+        let few = ControlText.status(status)
+        #expect(few.count == 24)
+        #expect(few[19] == "  ... and 24 more (hushctl --json status lists them all)")
+        #expect(few[20] == "streams          2")
+        #expect(few[23].hasPrefix("   2       2    100  mpd"))
     }
 
     /// The status while the headphones' PCM is held by another program.
@@ -144,7 +331,8 @@ struct ControlTextTests {
         )
         status.sessions = (1...30).map { Self.session(UInt64($0), .effect, .ambient, state: "playing") }
         let many = ControlText.status(status)
-        #expect(many.count == 24 && many[23] == "  ... and 21 more (hushctl --json status lists them all)")
+        #expect(many.count == 24 && many[22] == "  ... and 23 more (hushctl --json status lists them all)")
+        #expect(many[23] == "streams          none")
         status.output.pending = nil
         #expect(ControlText.status(status).count == 24)
     }
@@ -159,11 +347,12 @@ struct ControlTextTests {
         status.output.xruns = 1
         status.output.losses = 0
         let lines = ControlText.status(status)
-        #expect(lines.count == 11)
+        #expect(lines.count == 13)
         #expect(lines[0] == "hushd 0.1.0, up 42 s, 3 clients")
         #expect(lines[8].count == 80 && lines[8].hasSuffix("xxx..."))
         #expect(lines[9] == "                 48000 Hz, 2 ch, 3 x 64 frames (4.33 ms), 1 xrun, 0 losses")
-        #expect(lines[10] == "sessions         none")
+        #expect(lines[11] == "sessions         none")
+        #expect(lines[12] == "streams          none")
     }
 
     @Test("one line per event, byte for byte")
@@ -214,7 +403,15 @@ struct ControlTextTests {
             ShellSyntax.describe(.failure(ControlError(.unknownSession, "no session 9")))
                 == ["error [unknown-session]: no session 9"]
         )
-        #expect(ShellSyntax.describe(ControlReply(status: Self.status)).count == 17)
+        #expect(ShellSyntax.describe(ControlReply(status: Self.status)).count == 19)
+        #expect(
+            ShellSyntax.describe(
+                ControlReply(
+                    stream: StreamReport(id: StreamID(4), session: SessionID(6), ringFrames: 22_050, periodFrames: 60)
+                )
+            ) == ["stream 4 in session 6: 22050-frame ring, 60-frame periods"]
+        )
+        #expect(ShellSyntax.describe(ControlReply(position: 96_000)) == ["position 96000"])
     }
 }
 

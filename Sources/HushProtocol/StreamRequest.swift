@@ -1,0 +1,130 @@
+import HushCore
+
+/// What `open-stream` asks for: a stream of the `hush` ALSA device, with the session it plays (or records) in and
+/// the geometry the application chose (docs/protocol.md, "Streams").
+///
+/// The request keeps `bus` optional: hushd picks ``HushCore/Category/defaultBus`` when the client names none.
+/// Everything here has been checked against the limits below, which are the ones `hush_wire.h` states; what depends
+/// on hushd's configuration (`[streams]`: how many, how long a ring) is hushd's to check.
+public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
+    public var direction: StreamDirection
+    public var category: HushCore.Category
+    /// The bus to play on; nil lets hushd pick the category's (``HushCore/Category/defaultBus``).
+    public var bus: Bus?
+    public var options: CategoryOptions
+    public var transient: Bool
+    /// The application's name, for logs and status (the plugin sends the program's).
+    public var name: String?
+    /// An existing session to join instead of activating one; then `bus`, `options` and `transient` are absent.
+    public var session: SessionID?
+    /// Frames per second.
+    public var rate: Int
+    /// 1 or 2.
+    public var channels: Int
+    public var format: StreamSampleFormat
+    /// The application's buffer: the ring's capacity it asks for.
+    public var bufferFrames: Int
+    /// The application's period, when it chose one: how often it wants to be woken.
+    public var periodFrames: Int?
+
+    public init(
+        direction: StreamDirection,
+        category: HushCore.Category,
+        bus: Bus? = nil,
+        options: CategoryOptions = [],
+        transient: Bool = false,
+        name: String? = nil,
+        session: SessionID? = nil,
+        rate: Int,
+        channels: Int,
+        format: StreamSampleFormat,
+        bufferFrames: Int,
+        periodFrames: Int? = nil
+    ) {
+        self.direction = direction
+        self.category = category
+        self.bus = bus
+        self.options = options
+        self.transient = transient
+        self.name = name
+        self.session = session
+        self.rate = rate
+        self.channels = channels
+        self.format = format
+        self.bufferFrames = bufferFrames
+        self.periodFrames = periodFrames
+    }
+
+    /// The session `open-stream` activates when it names none: the named bus, else the category's.
+    public var sessionConfiguration: SessionConfiguration {
+        SessionConfiguration(
+            bus: bus ?? category.defaultBus,
+            category: category,
+            options: options,
+            transient: transient
+        )
+    }
+
+    /// "playback 44100 Hz 2 ch S16_LE, 4096 frames".
+    public var description: String {
+        "\(direction) \(rate) Hz \(channels) ch \(format), \(bufferFrames) frames"
+            + (periodFrames.map { " in periods of \($0)" } ?? "")
+    }
+
+    // MARK: Limits
+
+    // The wire's limits, as Sources/CHushWire/hush_wire.h defines them (HUSH_WIRE_MIN_RATE and the rest): HushProtocol
+    // does not import CHushWire, so they are repeated here; StreamRequestTests reads the header and holds them equal.
+
+    /// `rate`: HUSH_WIRE_MIN_RATE…HUSH_WIRE_MAX_RATE.
+    public static let rates: ClosedRange<Int> = 8000...192_000
+    /// `channels`: 1…HUSH_WIRE_MAX_CHANNELS.
+    public static let channelCounts: ClosedRange<Int> = 1...2
+    /// `bufferFrames`: HUSH_WIRE_MIN_RING_FRAMES…HUSH_WIRE_MAX_RING_FRAMES.
+    public static let bufferFrameCounts: ClosedRange<Int> = 256...262_144
+    /// `periodFrames`: at least this, at most half of `bufferFrames` (two periods at least, as ALSA needs).
+    public static let minimumPeriodFrames = 16
+
+    /// The periods a buffer of `bufferFrames` allows.
+    public static func periodFrameCounts(bufferFrames: Int) -> ClosedRange<Int> {
+        minimumPeriodFrames...max(minimumPeriodFrames, bufferFrames / 2)
+    }
+}
+
+/// What a `stream` request does to an open stream; each is the ALSA call the plugin forwards.
+public enum StreamAction: String, Hashable, Sendable, CaseIterable, Codable, CustomStringConvertible {
+    /// snd_pcm_start: frames start to move at the real rate.
+    case start
+    /// snd_pcm_pause(1): frames stop moving; the position is kept.
+    case pause
+    /// snd_pcm_pause(0): frames move again from where they stopped.
+    case resume
+    /// snd_pcm_drop: frames stop at once; what the ring holds is dropped.
+    case stop
+    /// snd_pcm_prepare: ready to start again (after `stop`, or to recover from an xrun).
+    case prepare
+
+    public var description: String { rawValue }
+}
+
+/// The stream `open-stream` made, as its reply carries it; the descriptors come with the same line.
+public struct StreamReport: Codable, Hashable, Sendable {
+    /// The stream's id, for `stream` and `close-stream`, status and the log.
+    public var id: UInt64
+    /// The session it plays (or records) in: the one it activated, or the one it joined.
+    public var session: UInt64
+    /// The ring's capacity in frames, as the memfd's header says.
+    public var ringFrames: Int
+    /// hushd's period at the stream's rate: how often frames move.
+    public var periodFrames: Int
+
+    public init(id: StreamID, session: SessionID, ringFrames: Int, periodFrames: Int) {
+        self.id = id.rawValue
+        self.session = session.rawValue
+        self.ringFrames = ringFrames
+        self.periodFrames = periodFrames
+    }
+}
+
+extension StreamDirection: Codable {}
+extension StreamSampleFormat: Codable {}
