@@ -475,6 +475,15 @@ static snd_pcm_sframes_t position(const struct hush_pcm *pcm, uint64_t frames) {
     return (snd_pcm_sframes_t)((frames - pcm->base) % boundary);
 }
 
+/*
+ * hushd's server_frames, never below `base`: after a prepare hushd continues from the position its reply gave,
+ * but its audio thread publishes that position only when it next runs the stream (not before a start).
+ */
+static uint64_t server_frames(const struct hush_pcm *pcm) {
+    uint64_t server = hush_wire_load64(&pcm->header->server_frames);
+    return server < pcm->base ? pcm->base : server;
+}
+
 static snd_pcm_sframes_t hush_pointer(snd_pcm_ioplug_t *io) {
     struct hush_pcm *pcm = io->private_data;
     if (!pcm->open) return 0;
@@ -484,7 +493,7 @@ static snd_pcm_sframes_t hush_pointer(snd_pcm_ioplug_t *io) {
      * bluez-alsa's bluealsa_pointer does).
      */
     if (gone(pcm)) return position(pcm, pcm->hw_frames);
-    uint64_t server = hush_wire_load64(&pcm->header->server_frames);
+    uint64_t server = server_frames(pcm);
     if (is_playback(pcm)) {
         /* Never past what was written, whatever the header says. */
         if (server > pcm->client_frames) server = pcm->client_frames;
@@ -514,7 +523,7 @@ static snd_pcm_sframes_t hush_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
     }
     follow_appl(pcm);
     uint64_t at = pcm->base + pcm->appl_frames;
-    uint64_t server = hush_wire_load64(&pcm->header->server_frames);
+    uint64_t server = server_frames(pcm);
     uint64_t count;
     if (is_playback(pcm)) {
         /* Frames before server_frames are consumed; the ring holds ring_frames from there. */
@@ -553,7 +562,7 @@ static int hush_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     *delay = 0;
     if (gone(pcm)) return -ENODEV;
     if (!pcm->open) return 0;
-    uint64_t server = hush_wire_load64(&pcm->header->server_frames);
+    uint64_t server = server_frames(pcm);
     if (is_playback(pcm)) {
         /* Written and not yet consumed, plus hushd's own way to the speaker. */
         if (server > pcm->client_frames) server = pcm->client_frames;
@@ -570,12 +579,21 @@ static int hush_prepare(snd_pcm_ioplug_t *io) {
     struct hush_pcm *pcm = io->private_data;
     if (gone(pcm)) return -ENODEV;
     if (!pcm->open) return -EBADFD;
-    /* hushd discards what the ring holds; then both pointers start again from 0 at its server_frames. */
+    /*
+     * hushd discards what the ring holds and answers with the position both sides continue from (playback: this
+     * side's client_frames, which hushd's consumption jumps to; capture: what hushd has written, which reading
+     * skips to). ALSA's pointers start again from 0 there. Without a position: the same rule, from the header.
+     */
     int error = stream_action(pcm, "prepare");
     if (error < 0) return error;
+    struct hush_json value;
+    uint64_t position;
+    if (!hush_json_member(hush_json_line(pcm->reply), "position", &value) || !hush_json_uint(value, &position))
+        position = is_playback(pcm) ? pcm->client_frames : hush_wire_load64(&pcm->header->server_frames);
+    if (position < pcm->client_frames) position = pcm->client_frames; /* counters only grow */
     hush_wire_store32(&pcm->header->client_flags, 0);
     pcm->started = false;
-    pcm->base = pcm->client_frames = pcm->hw_frames = hush_wire_load64(&pcm->header->server_frames);
+    pcm->base = pcm->client_frames = pcm->hw_frames = position;
     hush_wire_store64(&pcm->header->client_frames, pcm->client_frames);
     pcm->appl_frames = 0;
     pcm->last_appl = io->appl_ptr;
@@ -704,7 +722,7 @@ static int hush_poll_descriptors(snd_pcm_ioplug_t *io, struct pollfd *pfds, unsi
 static uint64_t avail_frames(struct hush_pcm *pcm) {
     follow_appl(pcm);
     uint64_t at = pcm->base + pcm->appl_frames;
-    uint64_t server = hush_wire_load64(&pcm->header->server_frames);
+    uint64_t server = server_frames(pcm);
     if (is_playback(pcm)) {
         uint64_t queued = at > server ? at - server : 0;
         return queued < pcm->ring_frames ? pcm->ring_frames - queued : 0;
