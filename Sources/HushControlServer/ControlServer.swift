@@ -36,7 +36,8 @@ public protocol ControlHandler: AnyObject {
     /// Carries out one request from `client`; returns the reply (an error reply for rejections).
     ///
     /// `subscribe` and `unsubscribe` never arrive here: the server keeps subscriptions itself. The reply's `id`
-    /// is set to the request's by the server.
+    /// is set to the request's by the server. The reply's `descriptors` become the server's: it sends them with
+    /// the reply's line and closes them then, or when the connection is gone first.
     func handle(_ request: ControlRequest, from client: ControlClient) -> ControlReply
     /// The connection closed (or was cut off): its sessions end (policy rule R10, event `.clientGone`).
     ///
@@ -149,7 +150,7 @@ public final class ControlServer: LoopParticipant {
             throw error
         }
         logger.info(
-            "control socket \(path) ready (mode \(String(mode, radix: 8)), group \(socketGroup), up to \(limits.maxClients) clients)"
+            "control socket \(path) ready (mode \(String(mode, radix: 8)), group \(socketGroup), up to \(limits.maxClients) clients, \(limits.maxClientsPerProcess) per process)"
         )
     }
 
@@ -216,7 +217,10 @@ public final class ControlServer: LoopParticipant {
     /// Closes every connection and the socket, and removes the socket file. The handler is not told of the
     /// clients (hushd is stopping).
     public func close() {
-        for connection in connections.values { Glibc.close(connection.fd) }
+        for connection in connections.values {
+            connection.closeDescriptors()
+            Glibc.close(connection.fd)
+        }
         connections.removeAll()
         guard listener >= 0 else { return }
         Glibc.close(listener)
@@ -260,6 +264,11 @@ public final class ControlServer: LoopParticipant {
         var input: LineBuffer
         var output: [UInt8] = []
         var outputStart = 0
+        /// Bytes written to the socket since the connection opened: `output[outputStart]` is byte number `sent`.
+        var sent = 0
+        /// Descriptors waiting to go with a queued line, oldest first: the line's first byte (as a count of bytes
+        /// since the connection opened, like `sent`) and its length.
+        var descriptors: [(position: Int, length: Int, descriptors: [Int32])] = []
         /// The event kinds it subscribed to; nil when it has not.
         var subscription: Set<ControlEventKind>?
         var closed = false
@@ -271,6 +280,14 @@ public final class ControlServer: LoopParticipant {
         }
 
         var queued: Int { output.count - outputStart }
+
+        /// Closes the descriptors that were never sent (the connection is gone).
+        func closeDescriptors() {
+            for pending in descriptors {
+                for descriptor in pending.descriptors { Glibc.close(descriptor) }
+            }
+            descriptors.removeAll()
+        }
     }
 
     private var connectionsInOrder: [Connection] {
@@ -305,6 +322,21 @@ public final class ControlServer: LoopParticipant {
                         .notPermitted,
                         "uid \(credentials.uid) may not use hushd; join the socket's group or ask for your uid to "
                             + "be added to [control] allowed_uids"
+                    )
+                )
+                continue
+            }
+            let fromProcess = connections.values.count { $0.client.pid == credentials.pid }
+            guard fromProcess < limits.maxClientsPerProcess else {
+                logger.warning(
+                    "control: refused a connection from \(peer): that process already has \(fromProcess) connections, the limit per process"
+                )
+                refuse(
+                    fd,
+                    ControlError(
+                        .tooManyClients,
+                        "process \(credentials.pid) already has \(fromProcess) connections to hushd, the limit for "
+                            + "one process; close one first"
                     )
                 )
                 continue
@@ -386,7 +418,7 @@ public final class ControlServer: LoopParticipant {
                 reply = answer(request, from: connection)
             }
         }
-        enqueue(codec.encode(reply), to: connection)
+        enqueue(codec.encode(reply), descriptors: reply.descriptors, to: connection)
     }
 
     private func answer(_ request: ControlRequest, from connection: Connection) -> ControlReply {
@@ -419,8 +451,17 @@ public final class ControlServer: LoopParticipant {
 
     /// Queues `line` for `connection` and writes what the socket takes now. A client whose queue passes the
     /// limit is cut off: it stopped reading, and hushd must not hold its output without bound.
-    private func enqueue(_ line: [UInt8], to connection: Connection) {
-        guard !connection.closed else { return }
+    ///
+    /// `descriptors` go with the line's first byte, however much output waits before it; they are closed once
+    /// sent, or when the connection is gone.
+    private func enqueue(_ line: [UInt8], descriptors: [Int32] = [], to connection: Connection) {
+        guard !connection.closed else {
+            for descriptor in descriptors { Glibc.close(descriptor) }
+            return
+        }
+        if !descriptors.isEmpty {
+            connection.descriptors.append((connection.sent + connection.queued, line.count, descriptors))
+        }
         connection.output += line
         if connection.queued > limits.maxQueuedBytes {
             drop(
@@ -433,12 +474,34 @@ public final class ControlServer: LoopParticipant {
         flush(connection)
     }
 
+    /// Writes what the socket takes. A line with descriptors goes alone in the sendmsg that carries them: the
+    /// bytes before it end the sendmsg before, so the peer receives the descriptors with the read that returns
+    /// the line's first byte, and that read ends inside the line or at its end (docs/protocol.md, "Streams").
     private func flush(_ connection: Connection) {
         while !connection.closed && connection.queued > 0 {
-            switch UnixSocket.send(connection.fd, connection.output[connection.outputStart...]) {
-            case .wrote(let count):
+            let start = connection.outputStart
+            var end = connection.output.count
+            var descriptors: [Int32] = []
+            if let next = connection.descriptors.first {
+                let offset = next.position - connection.sent
+                if offset <= 0 {
+                    // At the line's first byte (never past it: a line's descriptors go with its first sendmsg).
+                    descriptors = next.descriptors
+                    end = min(end, start + next.length)
+                } else {
+                    end = min(end, start + offset)
+                }
+            }
+            switch UnixSocket.send(connection.fd, connection.output[start..<end], descriptors: descriptors) {
+            case .wrote(let count) where count > 0:
                 connection.outputStart += count
-            case .wouldBlock:
+                connection.sent += count
+                if !descriptors.isEmpty {
+                    // The peer has its own now.
+                    for descriptor in descriptors { Glibc.close(descriptor) }
+                    connection.descriptors.removeFirst()
+                }
+            case .wrote, .wouldBlock:
                 compact(connection)
                 return
             case .failed(let code):
@@ -463,6 +526,7 @@ public final class ControlServer: LoopParticipant {
     private func drop(_ connection: Connection, reason: String?) {
         guard !connection.closed else { return }
         connection.closed = true
+        connection.closeDescriptors()
         Glibc.close(connection.fd)
         connections[connection.fd] = nil
         if let reason {

@@ -9,6 +9,10 @@ public struct ControlLimits: Hashable, Sendable {
     public var maxLineBytes: Int
     /// Connections at once; one more is answered with a `too-many-clients` error line and closed.
     public var maxClients: Int
+    /// Connections one process (the peer's pid) may have open at once; one more is answered with a
+    /// `too-many-clients` error line and closed, so one process (an application opening many streams, each a
+    /// connection) cannot lock the others out.
+    public var maxClientsPerProcess: Int
     /// Sessions one connection may hold (enforced by the daemon's handler, which knows the sessions).
     public var maxSessionsPerClient: Int
     /// Output queued for one client that it has not read yet; past this the client is cut off (a subscriber
@@ -17,12 +21,14 @@ public struct ControlLimits: Hashable, Sendable {
 
     public init(
         maxLineBytes: Int = 65_536,
-        maxClients: Int = 16,
+        maxClients: Int = 64,
+        maxClientsPerProcess: Int = 16,
         maxSessionsPerClient: Int = 8,
         maxQueuedBytes: Int = 262_144
     ) {
         self.maxLineBytes = maxLineBytes
         self.maxClients = maxClients
+        self.maxClientsPerProcess = maxClientsPerProcess
         self.maxSessionsPerClient = maxSessionsPerClient
         self.maxQueuedBytes = maxQueuedBytes
     }

@@ -195,3 +195,132 @@ package enum UnixSocket {
         }
     }
 }
+
+// MARK: - Descriptors (SCM_RIGHTS)
+
+extension UnixSocket {
+    /// The most descriptors one message may carry (the kernel's SCM_MAX_FD).
+    package static let maxDescriptorsPerMessage = 253
+
+    /// Sends `bytes` with `descriptors` attached to their first byte (SCM_RIGHTS): the peer receives the
+    /// descriptors with the read that returns that byte. Without blocking and without SIGPIPE, as ``send(_:_:)``.
+    ///
+    /// On `.wrote` the descriptors went, however few bytes did (the kernel attaches them to the first); on
+    /// `.wouldBlock` neither did. The caller keeps its own descriptors either way: the peer gets new ones for the
+    /// same files. ETOOMANYREFS (too many descriptors in flight for hushd's user) and EMSGSIZE come back as
+    /// `.failed`.
+    ///
+    /// - Precondition: `bytes` is not empty (descriptors travel with at least one byte); at most
+    ///   ``maxDescriptorsPerMessage`` descriptors.
+    package static func send(_ fd: Int32, _ bytes: ArraySlice<UInt8>, descriptors: [Int32]) -> WriteResult {
+        guard !descriptors.isEmpty else { return send(fd, bytes) }
+        precondition(!bytes.isEmpty, "descriptors travel with at least one byte")
+        precondition(descriptors.count <= maxDescriptorsPerMessage, "at most \(maxDescriptorsPerMessage) descriptors")
+        let payload = descriptors.count * MemoryLayout<Int32>.size
+        var control = [UInt8](repeating: 0, count: controlSpace(payload))
+        let count = bytes.withUnsafeBytes { data in
+            control.withUnsafeMutableBytes { control in
+                var header = cmsghdr()
+                header.cmsg_len = controlLength(payload)
+                header.cmsg_level = SOL_SOCKET
+                header.cmsg_type = Int32(SCM_RIGHTS)
+                // SAFETY: `control` holds CMSG_SPACE(payload) bytes: the header, padded to CMSG_ALIGN, then the
+                // descriptors; both stores stay inside it (storeBytes and copyMemory need no alignment).
+                control.storeBytes(of: header, as: cmsghdr.self)
+                descriptors.withUnsafeBytes {
+                    UnsafeMutableRawBufferPointer(rebasing: control[controlHeader..<(controlHeader + payload)])
+                        .copyMemory(from: $0)
+                }
+                // SAFETY: sendmsg only reads through iov_base (the cast drops a `const` C does not have).
+                var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: data.baseAddress), iov_len: data.count)
+                return withUnsafeMutablePointer(to: &vector) { vector in
+                    var message = msghdr()
+                    message.msg_iov = vector
+                    message.msg_iovlen = 1
+                    message.msg_control = control.baseAddress
+                    message.msg_controllen = control.count
+                    return SystemCall.retrying {
+                        sendmsg(fd, &message, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                    }
+                }
+            }
+        }
+        if count >= 0 { return .wrote(count) }
+        switch errno {
+        case EAGAIN: return .wouldBlock
+        case let code: return .failed(code)
+        }
+    }
+
+    /// Reads what is there, as ``read(_:into:)`` does (blocking or not as the socket is), and appends the
+    /// descriptors that came with it (close-on-exec) to `descriptors`.
+    ///
+    /// The descriptors of a message arrive with the read that returns its first byte; the read may also return
+    /// bytes sent before them (the kernel joins what was sent without descriptors), never bytes of a later message
+    /// with descriptors of its own. A control message the kernel cut short (this process is out of descriptors)
+    /// is `.failed(EMFILE)`, after appending the descriptors that did arrive: the bytes of that read are lost too.
+    package static func receive(_ fd: Int32, into buffer: inout [UInt8], descriptors: inout [Int32]) -> ReadResult {
+        var control = [UInt8](repeating: 0, count: controlSpace(maxDescriptorsPerMessage * MemoryLayout<Int32>.size))
+        var flags: Int32 = 0
+        var controlLength = 0
+        let count = buffer.withUnsafeMutableBytes { data in
+            control.withUnsafeMutableBytes { control in
+                var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+                return withUnsafeMutablePointer(to: &vector) { vector in
+                    var message = msghdr()
+                    message.msg_iov = vector
+                    message.msg_iovlen = 1
+                    message.msg_control = control.baseAddress
+                    message.msg_controllen = control.count
+                    let count = SystemCall.retrying { recvmsg(fd, &message, messageCloseOnExec) }
+                    flags = message.msg_flags
+                    controlLength = count >= 0 ? message.msg_controllen : 0
+                    return count
+                }
+            }
+        }
+        if count < 0 {
+            switch errno {
+            case EAGAIN: return .wouldBlock
+            case let code: return .failed(code)
+            }
+        }
+        // Each control message: a cmsghdr, then its data, the next one CMSG_ALIGNed after it (CMSG_NXTHDR).
+        var offset = 0
+        while offset + controlHeader <= controlLength {
+            // SAFETY: the header lies inside the `controlLength` bytes the kernel wrote; loadUnaligned needs no
+            // alignment.
+            let header = control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: cmsghdr.self) }
+            let length = Int(header.cmsg_len)
+            guard length >= controlHeader, offset + length <= controlLength else { break }
+            if header.cmsg_level == SOL_SOCKET && header.cmsg_type == Int32(SCM_RIGHTS) {
+                for index in 0..<(length - controlHeader) / MemoryLayout<Int32>.size {
+                    let at = offset + controlHeader + index * MemoryLayout<Int32>.size
+                    descriptors.append(control.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: at, as: Int32.self) })
+                }
+            }
+            offset += controlAlign(length)
+        }
+        if flags & Int32(MSG_CTRUNC) != 0 { return .failed(EMFILE) }
+        return count == 0 ? .endOfFile : .bytes(count)
+    }
+
+    /// MSG_CMSG_CLOEXEC: received descriptors are close-on-exec from the start (no window for a fork to inherit
+    /// them). Linux's value; Swift's Glibc does not name it.
+    private static let messageCloseOnExec: Int32 = 0x4000_0000
+
+    /// CMSG_ALIGN: control messages and their data are aligned to size_t.
+    private static func controlAlign(_ length: Int) -> Int {
+        let alignment = MemoryLayout<Int>.size
+        return (length + alignment - 1) & ~(alignment - 1)
+    }
+
+    /// The header's room, padded: where a control message's data starts.
+    private static var controlHeader: Int { controlAlign(MemoryLayout<cmsghdr>.size) }
+
+    /// CMSG_LEN: a control message with `payload` bytes of data.
+    private static func controlLength(_ payload: Int) -> Int { controlHeader + payload }
+
+    /// CMSG_SPACE: the room a control message with `payload` bytes of data takes.
+    private static func controlSpace(_ payload: Int) -> Int { controlHeader + controlAlign(payload) }
+}

@@ -35,7 +35,7 @@ struct ControlLoadTests {
     func load() throws {
         let size = LoadSize.current
         let started = Date()
-        let hushd = try HushdProcess(control: "max_clients = 64")
+        let hushd = try HushdProcess(control: "max_clients = 64\nmax_clients_per_process = 64")
         usleep(200_000)
         let baseline = (rss: try hushd.residentKiB(), fds: try hushd.openDescriptors())
 

@@ -148,7 +148,8 @@ struct ControlServerTests {
 
     @Test("the 17th client gets an error line and is closed; the log says why; the 16 keep working")
     func tooManyClients() throws {
-        let fixture = try ControlFixture()
+        // One process holds them all: the per-process limit must not be the one that binds.
+        let fixture = try ControlFixture(limits: ControlLimits(maxClients: 16, maxClientsPerProcess: 1024))
         var clients: [ControlTestClient] = []
         for _ in 0..<16 { clients.append(try fixture.connect()) }
         let extra = try ControlTestClient(path: fixture.path)
@@ -396,7 +397,7 @@ struct HushctlTests {
     }
 
     /// Runs hushctl while the test's loop serves the socket; returns its status, output and errors.
-    fileprivate static func run(
+    static func run(
         _ arguments: [String],
         input: String = "",
         fixture: ControlFixture?,
@@ -444,9 +445,11 @@ struct HushctlTests {
                 secondary audio  may play
                 output           default (open)
                                  48000 Hz, 2 ch, 3 x 64 frames (4 ms), 0 xruns, 0 losses
+                microphone       none ([capture] pcm is not set): capture streams get silence
                 sessions         1
                   ID CLIENT    PID   UID  BUS    CATEGORY      OPTIONS  STATE
                    1   1000    321  1000  music  playback      -        playing
+                streams          none
 
                 """
         )
@@ -591,7 +594,7 @@ struct HushctlTests {
 // MARK: - The fixture
 
 /// A server in a temporary directory with a fake handler, and the loop that drives it.
-private final class ControlFixture {
+final class ControlFixture {
     let directory: ScratchDirectory
     let path: String
     let server: ControlServer
@@ -653,11 +656,13 @@ private final class ControlFixture {
 }
 
 /// Answers like hushd would, records what it was asked and who left.
-private final class FakeControlHandler: ControlHandler {
+final class FakeControlHandler: ControlHandler {
     weak var server: ControlServer?
     var requests: [(request: ControlRequest, client: ControlClient)] = []
     var disconnected: [ControlClient] = []
     var sessions: UInt64 = 0
+    /// What `open-stream` passes with its reply (the server closes them); none when nil.
+    var streamDescriptors: (() -> [Int32])?
 
     func handle(_ request: ControlRequest, from client: ControlClient) -> ControlReply {
         requests.append((request, client))
@@ -685,6 +690,17 @@ private final class FakeControlHandler: ControlHandler {
             return ControlReply(volume: VolumeReport(kind: kind, step: step, gainDecibels: decibels))
         case .status:
             return ControlReply(status: ControlStatusFixture.status)
+        case .openStream:
+            sessions += 1
+            return ControlReply(
+                stream: StreamReport(
+                    id: StreamID(sessions),
+                    session: SessionID(sessions),
+                    ringFrames: 4096,
+                    periodFrames: 64
+                ),
+                descriptors: streamDescriptors?() ?? []
+            )
         case .pause(let session), .resume(let session), .stop(let session), .deactivate(let session, _),
             .play(let session, _, _):
             guard session.rawValue <= sessions else {
@@ -743,7 +759,7 @@ private enum ControlStatusFixture {
 }
 
 /// A client socket, read without blocking.
-private final class ControlTestClient {
+final class ControlTestClient {
     private(set) var fd: Int32
     private var buffer = LineBuffer(maxLineBytes: 1 << 20)
 
@@ -818,7 +834,7 @@ private final class ControlTestClient {
 }
 
 /// Keeps every log message as "level: message" (HushTesting's recorder, at info).
-private final class ControlTestLog: Sendable {
+final class ControlTestLog: Sendable {
     private let recorded = RecordingLogHandler.logger(label: "control-test", level: .info)
 
     var messages: [String] { recorded.1.leveled }
