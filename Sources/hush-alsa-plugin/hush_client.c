@@ -200,12 +200,16 @@ static int next_line(struct hush_client *client, char *line, size_t line_size) {
     }
 }
 
-static bool line_is_reply(const char *line, uint64_t *id) {
+/*
+ * Whether the line is the reply to request `id`: a line with "ok" and that id, or with "ok" and no id, which hushd
+ * sends to a connection it refuses (too many clients, a uid it does not serve) before it closes it.
+ */
+static bool is_reply_to(const char *line, uint64_t id) {
     struct hush_json object = hush_json_line(line), value;
     if (!hush_json_member(object, "ok", &value)) return false;
-    *id = 0;
-    if (hush_json_member(object, "id", &value)) hush_json_uint(value, id);
-    return true;
+    uint64_t reply_id;
+    if (!hush_json_member(object, "id", &value) || !hush_json_uint(value, &reply_id)) return true;
+    return reply_id == id;
 }
 
 int hush_client_reply(struct hush_client *client, uint64_t id, char *reply, size_t reply_size, int timeout_ms) {
@@ -213,23 +217,19 @@ int hush_client_reply(struct hush_client *client, uint64_t id, char *reply, size
     for (;;) {
         int got;
         while ((got = next_line(client, reply, reply_size)) != 0) {
-            uint64_t reply_id;
             if (got < 0) {
                 /* Too long for us: if it was our reply, we cannot read it; events are simply skipped. */
                 continue;
             }
-            if (line_is_reply(reply, &reply_id) && reply_id == id) return 0;
+            if (is_reply_to(reply, id)) return 0;
             /* An event, or the late reply to a request that timed out: not ours. */
         }
         if (client->closed) return -ENODEV;
         int received = receive(client);
         if (received < 0) {
             /* hushd may have answered and then closed: read what is left first. */
-            got = next_line(client, reply, reply_size);
-            uint64_t reply_id;
-            while (got != 0) {
-                if (got > 0 && line_is_reply(reply, &reply_id) && reply_id == id) return 0;
-                got = next_line(client, reply, reply_size);
+            while ((got = next_line(client, reply, reply_size)) != 0) {
+                if (got > 0 && is_reply_to(reply, id)) return 0;
             }
             return -ENODEV;
         }
