@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "HushConfiguration", targets: ["HushConfiguration"]),
         .library(name: "HushRender", targets: ["HushRender"]),
         .library(name: "HushProtocol", targets: ["HushProtocol"]),
+        // For the benchmarks' stream figures (hush-mixbench streams, latency).
+        .library(name: "HushStreams", targets: ["HushStreams"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),

@@ -33,6 +33,7 @@ let package = Package(
                 .product(name: "HushAudioFile", package: hush),
                 .product(name: "HushRender", package: hush),
                 .product(name: "HushProtocol", package: hush),
+                .product(name: "HushStreams", package: hush),
             ]
         ),
     ]

@@ -29,6 +29,19 @@ echo "2000 periods: $small instructions; 4000 periods: $large instructions"
 echo "per output frame: $(( (large - small) / (2000 * 64) )) instructions ($(( (large - small) / (2000 * 64 * 6) )) per voice-sample)"
 
 echo
+echo "== callgrind: applications' streams (S16 stereo, ring kept full), instructions per 64-frame period =="
+streams() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$stripped" streams "$1" "$2" "$3" 2>&1 | sed -n 's/.*Collected : //p'; }
+for rate in 48000 44100 16000; do
+    base_small=$(streams 1000 0 "$rate"); base_large=$(streams 2000 0 "$rate")
+    eight_small=$(streams 1000 8 "$rate"); eight_large=$(streams 2000 8 "$rate")
+    own=$(( (base_large - base_small) / 1000 ))
+    eight=$(( (eight_large - eight_small) / 1000 ))
+    echo "$rate Hz: hushd's own voice alone $own per period; with 8 streams $eight; per stream $(( (eight - own) / 8 ))" \
+        "($(( (eight - own) / 8 * 100 / own ))% of the own voice's period)"
+done
+"$stripped" latency
+
+echo
 echo "== memcheck: allocations per render period after warm-up =="
 allocs() { valgrind "$stripped" periods "$1" 2>&1 | sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' | tr -d ,; }
 a=$(allocs 2000)

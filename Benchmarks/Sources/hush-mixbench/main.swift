@@ -8,6 +8,11 @@
 //   hush-mixbench messages N         N rounds of typical lines from hushd (events and a status reply) written by
 //                                    ControlCodec (JSONEncoder), then read back by ControlCodec.decodeMessage
 //                                    (JSONReader's strict check, then JSONDecoder) and by JSONDecoder alone
+//   hush-mixbench streams N K RATE   render N 64-frame periods of K applications' playback streams (S16 stereo at
+//                                    RATE, the ring kept full) and one of hushd's own voices (for valgrind: the
+//                                    cost of a stream against the cost of a voice)
+//   hush-mixbench latency            frames between an impulse's entry and its place in the mix, for hushd's own
+//                                    voice and for a stream at 48, 44.1, 16 and 8 kHz (what a stream adds)
 //   hush-mixbench digest SEEDS       random command sequences through the engine (every format, mono and stereo
 //                                    sources and outputs, ramps, fades, loops, rings, loud sums): one checksum of
 //                                    all output bytes and reports, to show an optimisation changed no byte
@@ -17,6 +22,7 @@ import HushCore
 import HushRender
 import HushMixer
 import HushProtocol
+import HushStreams
 
 func seconds(_ body: () throws -> Void) rethrows -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
@@ -303,6 +309,20 @@ func run(_ arguments: [String]) throws {
         }
         withExtendedLifetime(controller) {}
         print("rendered \(count) periods")
+    case "streams":
+        let count = Int(arguments.count > 1 ? arguments[1] : "1000") ?? 1000
+        let streams = Int(arguments.count > 2 ? arguments[2] : "8") ?? 8
+        let rate = Int(arguments.count > 3 ? arguments[3] : "48000") ?? 48000
+        let bench = try StreamBench(streams: streams, rate: rate)
+        for _ in 0..<count { bench.period() }
+        let consumed = bench.streams.map { $0.memory.serverPosition }
+        let underruns = bench.streams.map { $0.underrunFrames.load(ordering: .relaxed) }
+        print("rendered \(count) periods of \(streams) streams at \(rate) Hz; consumed \(consumed.first ?? 0) frames each, \(underruns.reduce(0, +)) frames short")
+    case "latency":
+        for rate in [48000, 44100, 16000, 8000] {
+            let lag = try StreamBench.impulseLag(rate: rate)
+            print("stream at \(rate) Hz: its impulse is \(lag) frames later in the mix than the same impulse in hushd's own voice")
+        }
     case "digest":
         let seeds = Int(arguments.count > 1 ? arguments[1] : "200") ?? 200
         var hash = FNV()
@@ -502,4 +522,106 @@ func benchMessages() -> [ServerMessage] {
         .reply(ControlReply(id: .number(4), volume: VolumeReport(kind: .system, step: .maximum, gainDecibels: 0))),
         .reply(ControlReply(id: .number(5), status: status)),
     ]
+}
+
+/// K playback streams kept full by a "client" (outside what valgrind is asked to look at: the render loop is the
+/// same loop either way), and one of hushd's own voices, in one engine.
+final class StreamBench {
+    /// hush_wire.h: the client's frame counter is at byte 64 of the header, and the ring starts at byte 4096 (both
+    /// static-asserted there). A static, not a global: main.swift's globals are set only when their line runs.
+    static let clientFramesOffset = 64
+    let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 64))
+    let controller: MixerController
+    var streams: [PlaybackStream] = []
+    var clients: [(base: UnsafeMutableRawPointer, written: UInt64)] = []
+    let output = UnsafeMutableRawPointer.allocate(byteCount: 64 * 4, alignment: 16)
+
+    init(streams count: Int, rate: Int) throws {
+        controller = MixerController(engine: engine)
+        try controller.attach(SessionID(1000), bus: .effect, buffer: stereoTone(300, seconds: 1), loop: true)
+        controller.apply(.resume(SessionID(1000)))
+        for index in 0..<count {
+            let memory = try StreamMemory(
+                StreamGeometry(
+                    id: StreamID(UInt64(index + 1)),
+                    direction: .playback,
+                    format: .s16LE,
+                    channels: 2,
+                    rate: rate,
+                    ringFrames: 4096,
+                    periodFrames: 65
+                )
+            )
+            let stream = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
+            // A quiet noise-like ramp, so the mix does real work.
+            let base = mmap(nil, memory.geometry.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memory.memoryDescriptor, 0)!
+            let ring = (base + 4096).assumingMemoryBound(to: Int16.self)
+            for i in 0..<(4096 * 2) { ring[i] = Int16(truncatingIfNeeded: (i &* 2654435761) >> 20) }
+            streams.append(stream)
+            clients.append((base, 0))
+            try controller.attach(SessionID(UInt64(index + 1)), bus: .music, pull: stream.voice)
+            controller.apply(.resume(SessionID(UInt64(index + 1))))
+        }
+    }
+
+    func period() {
+        for index in clients.indices {
+            let consumed = streams[index].memory.serverPosition
+            clients[index].written = consumed + 4096
+            let field = clients[index].base + Self.clientFramesOffset
+            field.assumingMemoryBound(to: UInt64.self).pointee = clients[index].written
+        }
+        engine.render(frames: 64, into: output, sampleFormat: .s16LE)
+        while engine.telemetry.pop() != nil {}
+    }
+
+    /// Where an impulse lands in the mix when it is the first frame of a stream at `rate`, against the same
+    /// impulse as the first frame of one of hushd's own sounds attached in the same period: the frames a stream
+    /// adds. A converted stream's impulse is the peak of the converter's response.
+    static func impulseLag(rate: Int) throws -> Int {
+        func mix(stream: Bool) throws -> [Float] {
+            let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 1, maxFrames: 64))
+            let controller = MixerController(engine: engine)
+            var keep: [AnyObject] = []
+            if stream {
+                let memory = try StreamMemory(
+                    StreamGeometry(
+                        id: StreamID(1), direction: .playback, format: .floatLE, channels: 1, rate: rate,
+                        ringFrames: 8192, periodFrames: 65
+                    )
+                )
+                let playback = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
+                let base = mmap(nil, memory.geometry.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memory.memoryDescriptor, 0)!
+                let ring = (base + 4096).assumingMemoryBound(to: Float.self)
+                ring[0] = 1
+                let field = base + Self.clientFramesOffset
+                field.assumingMemoryBound(to: UInt64.self).pointee = 8192
+                keep.append(playback)
+                try controller.attach(SessionID(1), bus: .music, pull: playback.voice)
+            } else {
+                var samples = [Float](repeating: 0, count: 8192)
+                samples[0] = 1
+                try controller.attach(SessionID(1), bus: .music, buffer: AudioBuffer(interleaved: samples, channels: 1, sampleRate: 48000), loop: false)
+            }
+            controller.mixer_resumeWithoutFade(SessionID(1))
+            let output = UnsafeMutablePointer<Float>.allocate(capacity: 64)
+            var all: [Float] = []
+            for _ in 0..<40 {
+                engine.render(frames: 64, into: UnsafeMutableRawPointer(output), sampleFormat: .floatLE)
+                all += UnsafeBufferPointer(start: output, count: 64)
+            }
+            withExtendedLifetime((controller, keep)) {}
+            return all
+        }
+        func peak(_ samples: [Float]) -> Int { samples.indices.max { abs(samples[$0]) < abs(samples[$1]) } ?? 0 }
+        return peak(try mix(stream: true)) - peak(try mix(stream: false))
+    }
+}
+
+extension MixerController {
+    /// Plays a session's voice from its first frame at full level (no fade-in), for impulse timing.
+    func mixer_resumeWithoutFade(_ session: SessionID) {
+        resumeFade = .zero
+        apply(.resume(session))
+    }
 }
