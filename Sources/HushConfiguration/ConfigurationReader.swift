@@ -32,8 +32,11 @@ final class ConfigurationReader {
         "outputs": [],
         "console": ["device", "baud"],
         "control": [
-            "socket", "mode", "group", "max_clients", "max_sessions_per_client", "max_line_bytes", "allowed_uids",
+            "socket", "mode", "group", "max_clients", "max_clients_per_process", "max_sessions_per_client",
+            "max_line_bytes", "allowed_uids",
         ],
+        "streams": ["max_streams", "max_streams_per_process", "ring_milliseconds_max"],
+        "capture": ["pcm", "periods"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
         "sounds": ["directories"],
@@ -87,6 +90,8 @@ final class ConfigurationReader {
         readOutputLines()
         readConsole()
         readControl()
+        readStreams()
+        readCapture()
         readState()
         readALSAControls()
         readSounds()
@@ -862,6 +867,7 @@ final class ConfigurationReader {
         }
         if let group = string(table, "group") { control.group = group.isEmpty ? nil : group }
         if let clients = integer(table, "max_clients", 1...1024) { control.maxClients = clients }
+        if let clients = integer(table, "max_clients_per_process", 1...1024) { control.maxClientsPerProcess = clients }
         if let sessions = integer(table, "max_sessions_per_client", 1...256) { control.maxSessionsPerClient = sessions }
         if let bytes = integer(table, "max_line_bytes", 1024...16_777_216) { control.maxLineBytes = bytes }
         if let node = table.entries["allowed_uids"] {
@@ -885,6 +891,31 @@ final class ConfigurationReader {
             }
         }
         configuration.control = control
+    }
+
+    private func readStreams() {
+        guard let table = section("streams") else { return }
+        checkKeys(table, known: Self.sections["streams"]!)
+        if let count = integer(table, "max_streams", 1...64) { configuration.streams.maxStreams = count }
+        if let count = integer(table, "max_streams_per_process", 1...64) {
+            configuration.streams.maxStreamsPerProcess = count
+        }
+        if let ring = milliseconds(table, "ring_milliseconds_max", 100...10000) {
+            configuration.streams.ringMillisecondsMax = Int(ring.milliseconds)
+        }
+    }
+
+    private func readCapture() {
+        guard let table = section("capture") else { return }
+        checkKeys(table, known: Self.sections["capture"]!)
+        let pcm = string(table, "pcm")
+        let periods = integer(table, "periods", 2...16)
+        if table.entries["pcm"] == nil, let node = table.entries["periods"] {
+            report(table, "periods", node, "needs pcm: the microphone's ALSA PCM (\"\" for none)")
+        }
+        // "" takes a board profile's microphone away: capture streams get silence.
+        guard let pcm, !pcm.isEmpty else { return }
+        configuration.capture = HushdConfiguration.Capture(pcm: pcm, periods: periods)
     }
 
     private func readState() {

@@ -43,6 +43,10 @@ public struct HushdConfiguration: Sendable, Equatable {
     public var console = Console()
     /// `[control]`: the control socket and its limits.
     public var control = Control()
+    /// `[streams]`: the limits on streams of the `hush` ALSA device.
+    public var streams = Streams()
+    /// `[capture]`: the microphone; nil when `pcm` is not set (capture streams get silence).
+    public var capture: Capture?
     /// `[state]`: the state file.
     public var state = State()
     /// `[alsa_controls]`: hushd's volumes as ALSA user controls.
@@ -295,6 +299,8 @@ public struct HushdConfiguration: Sendable, Equatable {
     public enum OutputName: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
         /// Lit while an alert sounds muted by the silence switch.
         case alertLED = "alert_led"
+        /// Lit while a stream hears the microphone.
+        case micLED = "mic_led"
         public var description: String { rawValue }
     }
 
@@ -327,8 +333,11 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var mode: UInt32 = 0o660
         /// `group` ("audio"); nil ("") leaves the socket in hushd's own group.
         public var group: String? = "audio"
-        /// `max_clients` (16).
-        public var maxClients = 16
+        /// `max_clients` (64): every stream of the `hush` ALSA device is a connection too.
+        public var maxClients = 64
+        /// `max_clients_per_process` (16): connections one process (by pid) may have, so it cannot lock the
+        /// others out.
+        public var maxClientsPerProcess = 16
         /// `max_sessions_per_client` (8).
         public var maxSessionsPerClient = 8
         /// `max_line_bytes` (65536): a longer request line is refused.
@@ -336,6 +345,33 @@ public struct HushdConfiguration: Sendable, Equatable {
         /// `allowed_uids` ([]): uids allowed besides hushd's own, root and members of the socket's group.
         public var allowedUIDs: [UInt32] = []
         public init() {}
+    }
+
+    /// `[streams]`: what the daemon allows applications that play and record through the `hush` ALSA device.
+    public struct Streams: Sendable, Equatable {
+        /// `max_streams` (32): streams open at once, all processes together.
+        public var maxStreams = 32
+        /// `max_streams_per_process` (8): streams one process (by pid) may have open.
+        public var maxStreamsPerProcess = 8
+        /// `ring_milliseconds_max` (2000): the longest ring a stream may ask for, in milliseconds at its rate.
+        public var ringMillisecondsMax = 2000
+        public init() {}
+
+        /// The most frames a ring may hold at `rate` frames per second (``ringMillisecondsMax`` at that rate,
+        /// rounded down).
+        public func maxRingFrames(rate: Int) -> Int { ringMillisecondsMax * rate / 1000 }
+    }
+
+    /// `[capture]`: the microphone.
+    public struct Capture: Sendable, Equatable {
+        /// `pcm`: the ALSA PCM the microphone is read from ("hw:CARD=Mic,DEV=0", "default").
+        public var pcm: String
+        /// `periods`: periods in the capture device's buffer; nil for `[output] periods`.
+        public var periods: Int?
+        public init(pcm: String, periods: Int? = nil) {
+            self.pcm = pcm
+            self.periods = periods
+        }
     }
 
     /// `[state]`.

@@ -205,6 +205,18 @@ struct EveryKeyTests {
             plain("control", "mode", ["\"0660\"", "0o600", "0o777", "0"], ["\"0999\"", "0o1000", "\"66\""]),
             plain("control", "group", ["\"audio\"", "\"root\"", "\"\""], ["\"no-such-group-hush\""]),
             plain("control", "max_clients", ["1", "1024"], ["0", "1025"]),
+            plain("control", "max_clients_per_process", ["1", "1024"], ["0", "1025", "\"16\""]),
+            plain("streams", "max_streams", ["1", "32", "64"], ["0", "65", "\"32\""]),
+            plain("streams", "max_streams_per_process", ["1", "64"], ["0", "65"]),
+            plain("streams", "ring_milliseconds_max", ["100", "2000", "10000"], ["99", "10001", "2.5"]),
+            plain("capture", "pcm", ["\"hw:CARD=Mic,DEV=0\"", "\"default\"", "\"\""], ["1", "true"]),
+            KeyCase(
+                key: "capture.periods",
+                template: "[capture]\npcm = \"default\"\nperiods = {}",
+                label: "[capture] periods",
+                accepted: ["2", "4", "16"],
+                refused: ["1", "17", "\"4\""]
+            ),
             plain("control", "max_sessions_per_client", ["1", "256"], ["0", "257"]),
             plain("control", "max_line_bytes", ["1024", "16777216"], ["1023", "16777217"]),
             plain("control", "allowed_uids", ["[]", "[0, 1000, 4294967294]"], ["[4294967295]", "[-1]", "1000"]),
@@ -277,23 +289,26 @@ struct EveryKeyTests {
             plain("buses.ringer", "mix_with_others", flags.0, flags.1),
             plain("buses.ringer", "duck_others", flags.0, flags.1),
         ]
-        for key in ConfigurationReader.outputLineKeys {
-            let values: ([String], [String]) =
-                switch key {
-                case "kind": (["\"gpio\"", "\"none\""], ["\"pwm\""])
-                case "chip": (["\"gpiochip0\""], ["\"\"", "5"])
-                case "line": (["26", "\"led\""], ["65536", "\"\""])
-                default: flags
-                }
-            cases.append(
-                KeyCase(
-                    key: "outputs.\(key)",
-                    template: table("[outputs.alert_led]", led, key),
-                    label: "[outputs.alert_led] \(key)",
-                    accepted: values.0,
-                    refused: values.1
+        // Every output line (alert_led, mic_led) takes the same keys.
+        for output in HushdConfiguration.OutputName.allCases {
+            for key in ConfigurationReader.outputLineKeys {
+                let values: ([String], [String]) =
+                    switch key {
+                    case "kind": (["\"gpio\"", "\"none\""], ["\"pwm\""])
+                    case "chip": (["\"gpiochip0\""], ["\"\"", "5"])
+                    case "line": (["26", "\"led\""], ["65536", "\"\""])
+                    default: flags
+                    }
+                cases.append(
+                    KeyCase(
+                        key: "outputs.\(key)",
+                        template: table("[outputs.\(output)]", led, key),
+                        label: "[outputs.\(output)] \(key)",
+                        accepted: values.0,
+                        refused: values.1
+                    )
                 )
-            )
+            }
         }
         // The table names of plain cases on [routes.speaker] and [buses.ringer] are the reader's "routes"/"buses".
         return cases.map { item in

@@ -206,7 +206,7 @@ struct ConfigurationTests {
         #expect(configuration.inputs.isEmpty)
         #expect(configuration.control.socket == "/run/hush/control.sock")
         #expect(configuration.control.mode == 0o660 && configuration.control.group == "audio")
-        #expect(configuration.control.maxClients == 16 && configuration.control.maxSessionsPerClient == 8)
+        #expect(configuration.control.maxClients == 64 && configuration.control.maxSessionsPerClient == 8)
         #expect(configuration.control.maxLineBytes == 65536 && configuration.control.allowedUIDs.isEmpty)
         #expect(configuration.state.file == "/var/lib/hush/state")
         #expect(configuration.state.writeInterval == .milliseconds(1000))
