@@ -21,8 +21,9 @@ public struct ControlReply: Codable, Hashable, Sendable {
     public var events: [ControlEventKind]?
     /// `open-stream`: the stream made; its descriptors are in ``descriptors``.
     public var stream: StreamReport?
-    /// `stream` with `prepare`: the frame count the stream continues from (the header's `server_frames`, where
-    /// the client's own counter must be too), as counters only grow.
+    /// `stream` with `prepare`: the frame count the stream continues from, where the client's own counter goes
+    /// (playback: the client's counter, which hushd's consumption jumps to; capture: what hushd has written).
+    /// Counters only grow; the header's `server_frames` catches up when hushd next runs the stream.
     public var position: UInt64?
     /// Descriptors sent with this reply's line (SCM_RIGHTS, with its first byte), in order: for `open-stream`, the
     /// memfd and the eventfd. Not part of the JSON.
