@@ -86,6 +86,9 @@ public final class Daemon {
     public private(set) var captureRouter: CaptureRouter
     /// The microphone, when `[capture] pcm` is set and opened.
     public private(set) var microphone: CaptureFeeder?
+    /// Applications' streams and who hears the microphone, for the console (set by the control socket's
+    /// participant, which holds the streams).
+    public var streamSummary: () -> (streams: Int, microphone: [String]) = { (0, []) }
     /// Why the microphone is not there (for status), when it was configured.
     public private(set) var microphoneProblem: String?
     /// Where the sound goes now: a PCM name, or "file:PATH" for the WAV fallback.

@@ -82,6 +82,14 @@ public enum MonitorText {
             )
             lines.append("                \(pending.error.message)")
         }
+        let streams = daemon.streamSummary()
+        let microphone =
+            daemon.setup.capturePCM == nil
+            ? "none configured" : daemon.microphone == nil ? "NOT OPEN (\(daemon.setup.capturePCM ?? ""))" : "nobody"
+        lines.append("streams         \(streams.streams) from applications (the hush ALSA device)")
+        lines.append(
+            "microphone      " + (streams.microphone.isEmpty ? microphone : streams.microphone.joined(separator: ", "))
+        )
         if policy.sessions.isEmpty { lines.append("no sessions") }
         // 24 lines in all: the sessions that fit, or one line fewer and a count of the rest.
         let room = 24 - lines.count

@@ -194,3 +194,56 @@ struct ALSADeviceTests {
         #expect(seconds < 1.5, "aplay took \(seconds) s to notice")
     }
 }
+
+/// An application that knows hush: it activates a session on the control socket and attaches aplay's stream to it
+/// (`SESSION=`), so it hears of the interruption its audio suffers, and closing the stream leaves its session.
+@Suite("The hush ALSA device with a session of the application's own", .serialized)
+struct ALSANamedSessionTests {
+    @Test("aplay -D hush:SESSION=N plays in the application's session; its events reach the application")
+    func streamInNamedSession() throws {
+        try ALSADeviceTests.requireTools()
+        let scratch = try ScratchDirectory(prefix: "hush-alsa")
+        let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
+        let app = try hushd.connect()
+        let activated = try app.call(#""command":"activate","bus":"music","category":"playback","name":"radio""#)
+        let session = try #require(activated["session"] as? Int, "\(activated)")
+        let file = scratch.path + "/tone.wav"
+        try ALSADeviceTests.tone(file, hertz: 440, seconds: 3, rate: 48000)
+        let aplay = try ALSADeviceTests.Application(
+            "/usr/bin/aplay",
+            ["-q", "-D", "hush:SESSION=\(session)", file],
+            socket: hushd.socket
+        )
+        try ALSADeviceTests.wait("the stream running in session \(session)", hushd) {
+            ALSADeviceTests.streams(hushd).first { $0["session"] as? Int == session }?["state"] as? String == "running"
+        }
+        // A ringtone from another client: the application's own connection hears its session was interrupted.
+        let ringer = try hushd.connect()
+        let ring = try ringer.call(#""command":"activate","bus":"ringer","category":"soloAmbient","transient":true"#)
+        let ringSession = try #require(ring["session"] as? Int, "\(ring)")
+        try ALSADeviceTests.wait("the stream held", hushd) {
+            ALSADeviceTests.streams(hushd).first?["state"] as? String == "held"
+        }
+        _ = try app.call(#""command":"version""#)
+        #expect(
+            app.events.contains { $0.contains("interruption-began") && $0.contains("\"session\":\(session)") },
+            "the application hears of it: \(app.events)"
+        )
+        _ = try ringer.call(#""command":"deactivate","session":\#(ringSession),"notifyOthers":true"#)
+        let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
+        #expect(result.status == 0, "aplay: \(aplay.text)")
+        // The stream is gone; the application's session stays until it deactivates it.
+        try ALSADeviceTests.wait("the stream gone", hushd) { ALSADeviceTests.streams(hushd).isEmpty }
+        let sessions = (try hushd.status()["sessions"] as? [[String: Any]]) ?? []
+        #expect(sessions.contains { $0["id"] as? Int == session }, "closing the stream does not end session \(session)")
+        // Another user's session cannot be joined by someone else's stream; a missing one is named.
+        let missing = try ALSADeviceTests.Application(
+            "/usr/bin/aplay",
+            ["-q", "-D", "hush:SESSION=999", file],
+            socket: hushd.socket
+        )
+        let refused = try #require(missing.finish(within: 10))
+        #expect(refused.status != 0)
+        #expect(missing.text.contains("there is no session 999"), "\(missing.text)")
+    }
+}
