@@ -54,7 +54,8 @@ let package = Package(
         .target(
             name: "HushTesting",
             dependencies: [
-                "CLinux", "HushCore", "HushPolicy", "HushSystem", .product(name: "Logging", package: "swift-log"),
+                "CLinux", "HushCore", "HushPolicy", "HushSystem", "HushALSA", "HushGPIO", "HushInput",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The control socket's messages, codec and human-readable text: shared by hushd and hushctl.

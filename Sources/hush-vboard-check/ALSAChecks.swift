@@ -6,8 +6,6 @@ import HushTesting
 import Glibc
 #endif
 
-let jack = ALSAElementName("Headphone Jack", interface: .card)
-
 func jackSource(card: String, retry: Duration = .seconds(1)) throws -> ALSAControlSource {
     try ALSAControlSource(ALSAControlConfiguration(card: card, element: jack, retryInterval: retry), logger: logger)
 }

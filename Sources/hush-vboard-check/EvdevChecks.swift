@@ -1,18 +1,11 @@
 import HushCore
 import HushInput
 import HushPolicy
-
-let keysName = "hush-virtual-keys"
-let keyCodes: [EvdevCode] = [
-    .volumeUp, .volumeDown, .playPause, .nextSong, .previousSong, .mute, .headphoneInsert,
-]
+import HushTesting
 
 func keysSource(grab: Bool = false) throws -> EvdevInputSource {
     try EvdevInputSource(EvdevInputConfiguration(device: .name(keysName), grab: grab), logger: logger)
 }
-
-/// Waits for the kernel and devtmpfs to publish a new uinput device.
-func settle() { sleep(.milliseconds(150)) }
 
 let evdevChecks: [Check] = [
     Check(name: "evdev-keys-and-switch") {

@@ -4,6 +4,7 @@ import HushCore
 
 #if canImport(Glibc)
 import Glibc
+import HushTesting
 #endif
 
 // The fault checks (board/virtual/scenarios/faults.sh, issue 6 §3): hushd on the virtual profile, as on a board,
@@ -33,28 +34,6 @@ struct FaultSettings {
         }
         return settings
     }()
-}
-
-/// hushd's process id (the daemon, not `hushd play`).
-func hushdPID() throws -> pid_t {
-    guard let pid = hushdDaemonPIDs().first else {
-        throw CheckFailure("hushd is not running")
-    }
-    return pid
-}
-
-/// hushd's underrun warnings so far, from its log.
-func underrunWarnings() -> [String] {
-    (readWholeFile("/tmp/hushd.log") ?? "").split(separator: "\n").filter { $0.contains("underrun(s)") }
-        .map { $0.trimmingCharacters(in: .whitespaces) }
-}
-
-/// Underruns hushd counted since it started (`hushctl status`).
-func underrunsCounted() throws -> Int {
-    guard let output = try status()["output"] as? [String: Any], let xruns = output["xruns"] as? Int else {
-        throw CheckFailure("hushctl status has no output.xruns")
-    }
-    return xruns
 }
 
 /// The silent stretches of a steady tone: runs of 1 ms windows whose RMS is under -54 dBFS, at least `minimum`

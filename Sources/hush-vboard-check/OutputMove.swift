@@ -1,3 +1,5 @@
+import HushTesting
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -3,6 +3,7 @@ import HushCore
 
 #if canImport(Glibc)
 import Glibc
+import HushTesting
 #endif
 
 // hushd's volumes as ALSA user controls (ALSAVolumeControls) on snd-aloop and snd-dummy. ALSAElementClient plays

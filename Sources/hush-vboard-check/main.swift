@@ -7,6 +7,8 @@
 //        hush-vboard-check --soak        (hushd under random events for HUSH_SOAK_SECONDS: the soak)
 //        hush-vboard-check --faults      (hushd stopped, starved, robbed of its card, killed: the faults scenario)
 
+import HushTesting
+
 #if canImport(Glibc)
 import Glibc
 #endif
