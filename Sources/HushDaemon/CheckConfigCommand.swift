@@ -198,10 +198,28 @@ extension HushdConfiguration {
             [
                 "\(control.socket), mode 0\(String(control.mode, radix: 8)), "
                     + (control.group.map { "group \($0)" } ?? "hushd's own group"),
-                "\(control.maxClients) clients, \(control.maxSessionsPerClient) sessions each, lines up to "
+                "\(control.maxClients) clients (\(control.maxClientsPerProcess) per process), "
+                    + "\(control.maxSessionsPerClient) sessions each, lines up to "
                     + "\(control.maxLineBytes) bytes; other uids allowed: "
                     + (control.allowedUIDs.isEmpty
                         ? "none" : control.allowedUIDs.map(String.init).joined(separator: ", ")),
+            ]
+        )
+        add(
+            "streams",
+            [
+                "\(streams.maxStreams) at once, \(streams.maxStreamsPerProcess) per process; rings up to "
+                    + "\(streams.ringMillisecondsMax) ms (\(streams.maxRingFrames(rate: output.sampleRate)) frames at "
+                    + "\(output.sampleRate) Hz)"
+            ]
+        )
+        add(
+            "capture",
+            [
+                capture.map {
+                    "\($0.pcm) at \(output.sampleRate) Hz, \(output.channels) ch; if it does not open, capture streams "
+                        + "get silence"
+                } ?? "none: capture streams get silence"
             ]
         )
         add(

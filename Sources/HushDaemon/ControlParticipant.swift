@@ -44,6 +44,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             limits: ControlLimits(
                 maxLineBytes: configuration.maxLineBytes,
                 maxClients: configuration.maxClients,
+                maxClientsPerProcess: configuration.maxClientsPerProcess,
                 maxSessionsPerClient: configuration.maxSessionsPerClient
             ),
             allowedUIDs: Set(configuration.allowedUIDs),

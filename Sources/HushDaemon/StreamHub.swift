@@ -373,7 +373,16 @@ final class StreamHub {
         entry.memory.setState(.closed)
         if let capture = entry.capture { router.remove(capture) }
         if let playback = entry.playback { retiring.append(playback) }
-        daemon.logger.info("\(entry.id) ended: \(reason)")
+        var figures = ""
+        if let playback = entry.playback {
+            let underruns = playback.underruns.load(ordering: .relaxed)
+            figures = "; \(underruns) underrun\(underruns == 1 ? "" : "s")"
+            if underruns > 0 { figures += " (\(playback.underrunFrames.load(ordering: .relaxed)) frames: the client was late)" }
+        }
+        if let capture = entry.capture, capture.overrunFrames.load(ordering: .relaxed) > 0 {
+            figures = "; \(capture.overrunFrames.load(ordering: .relaxed)) frames dropped (the client did not read them)"
+        }
+        daemon.logger.info("\(entry.id) of \(entry.name) (pid \(entry.peer.pid)) ended: \(reason)\(figures)")
         if let group = entry.group {
             group.streams.remove(entry.id)
             if group.streams.isEmpty {

@@ -39,10 +39,10 @@ public final class PlaybackStream: @unchecked Sendable {
     private let staging: UnsafeMutablePointer<Float>
     private let stagingCapacity: Int
     private var staged = 0
-    /// Mixer frames of silence this stream has given since its last real frame (how far the output queue has
-    /// drained of it, for played_frames).
-    private var silentRun = 0
     private var dry = false
+    /// Mixer frames rendered since the ring ran empty: once they cover what was queued after its last frame (the
+    /// converter's look-ahead and the output device's queue), everything written has been played.
+    private var emptyRun = 0
     private var appliedPrepare = 0
 
     // Control side → audio thread.
@@ -116,7 +116,7 @@ public final class PlaybackStream: @unchecked Sendable {
             consumed = prepareTarget.load(ordering: .relaxed)
             staged = 0
             converter?.reset()
-            silentRun = Int.max / 2
+            emptyRun = Int.max / 2
             dry = false
         }
         let written = memory.clientFrames
@@ -128,14 +128,24 @@ public final class PlaybackStream: @unchecked Sendable {
             available = 0
         }
         var produced = 0
+        /// Stream frames of silence put in for frames the ring did not have.
+        var padded = 0
+        let draining = flags & StreamMemory.drainingFlag != 0
         if let converter {
             while produced < frames {
                 let wanted = Int((Double(frames - produced) / ratio).rounded(.up)) + 2
-                let take = min(Int(available), stagingCapacity - staged, max(0, wanted - staged))
+                var take = min(Int(available), stagingCapacity - staged, max(0, wanted - staged))
                 if take > 0 {
                     read(take, into: staging + staged * channels)
                     staged += take
                     available -= UInt64(take)
+                } else if available == 0 && staged < wanted {
+                    // The ring is empty (drained, or the client is late): silence pushes the converter's last
+                    // frames (its look-ahead) out, so they are heard now and the stream can say all was played.
+                    take = min(stagingCapacity, wanted) - staged
+                    (staging + staged * channels).update(repeating: 0, count: take * channels)
+                    staged += take
+                    padded += take
                 }
                 let (used, made) = converter.process(
                     staging,
@@ -153,21 +163,20 @@ public final class PlaybackStream: @unchecked Sendable {
         } else {
             produced = min(frames, Int(available))
             read(produced, into: out)
+            available -= UInt64(produced)
         }
 
-        let draining = flags & StreamMemory.drainingFlag != 0
-        if produced < frames {
-            silentRun = produced == 0 ? silentRun &+ frames : frames - produced
+        emptyRun = available == 0 ? emptyRun &+ frames : 0
+        if produced < frames || padded > 0 {
             if !draining && counting.load(ordering: .relaxed) {
-                underrunFrames.add(Int(Double(frames - produced) / ratio), ordering: .relaxed)
+                underrunFrames.add(Int(Double(frames - produced) / ratio) + padded, ordering: .relaxed)
                 if !dry { underruns.add(1, ordering: .relaxed) }
                 dry = true
             }
-        } else {
-            silentRun = 0
+        } else if available > 0 {
             dry = false
         }
-        publish(written: written, flags: flags, draining: draining)
+        publish(written: written, flags: flags, draining: draining, empty: available == 0)
         return produced
     }
 
@@ -202,11 +211,14 @@ public final class PlaybackStream: @unchecked Sendable {
 
     /// Tells the client where hushd is: its position, the delay after it, what has been played, and wakes it when
     /// it waits for room or drains.
-    private func publish(written: UInt64, flags: UInt32, draining: Bool) {
+    private func publish(written: UInt64, flags: UInt32, draining: Bool, empty: Bool) {
         let queue = outputQueueFrames.load(ordering: .relaxed)
         // Stream frames between `consumed` and the speaker: those waiting for the converter, and the output queue's.
         let queued = staged + Int(Double(queue) / ratio)
-        let stillQueued = staged + Int(Double(max(0, queue - silentRun)) / ratio)
+        let stillQueued =
+            empty
+            ? Int(Double(max(0, queue + Int(Double(staged) * ratio) - emptyRun)) / ratio)
+            : queued
         hush_wire_store64(memory.serverFramesField, consumed)
         hush_wire_store64(memory.playedFramesField, consumed &- UInt64(min(stillQueued, Int(ringFrames) * 4)))
         hush_wire_store64(memory.serverTimeField, Self.now())

@@ -734,9 +734,13 @@ static int hush_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfds, unsigned
                              unsigned short *revents) {
     struct hush_pcm *pcm = io->private_data;
     *revents = 0;
-    if (nfds < 2) return -EINVAL;
-    if (pfds[0].revents & POLLIN) clear_event(pcm);
-    if (pfds[1].revents && hush_client_discard(&pcm->client) < 0) gone(pcm);
+    /* By descriptor, not by place: an application's event loop may hand back only the descriptors that fired, or
+       in its own order (mpd's does). */
+    for (unsigned int i = 0; i < nfds; i++) {
+        if (pfds[i].fd < 0 || !pfds[i].revents) continue;
+        if (pfds[i].fd == pcm->event_fd && (pfds[i].revents & POLLIN)) clear_event(pcm);
+        if (pfds[i].fd == pcm->client.fd && hush_client_discard(&pcm->client) < 0) gone(pcm);
+    }
     if (gone(pcm)) {
         *revents = POLLERR | POLLHUP; /* alsa-lib turns this into -ENODEV from the DISCONNECTED state */
         return 0;
@@ -754,7 +758,21 @@ static int hush_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfds, unsigned
         if (avail_frames(pcm) >= (pcm->avail_min ? pcm->avail_min : 1)) *revents = ready;
         break;
     case SND_PCM_STATE_DRAINING:
-        if (!is_playback(pcm) || unplayed(pcm) == 0) *revents = ready;
+        /* However the drain began (a non-blocking one may not have reached hush_drain), tell hushd, so it takes
+           the empty ring as the end, not an underrun, and keeps waking this side until all is played. */
+        if (is_playback(pcm)) {
+            hush_wire_store32(&pcm->header->client_flags, HUSH_WIRE_CLIENT_WAITING | HUSH_WIRE_CLIENT_DRAINING);
+        }
+        if (!is_playback(pcm) || unplayed(pcm) == 0) {
+            /* A non-blocking drain is over when the last frame has been played: the PCM leaves DRAINING as a
+               device's does, for applications that wait for the state to change (mpd calls snd_pcm_drain once,
+               then polls until snd_pcm_state says SETUP). */
+            if (is_playback(pcm) && io->nonblock) {
+                hush_stop(io);
+                snd_pcm_ioplug_set_state(io, SND_PCM_STATE_SETUP);
+            }
+            *revents = ready;
+        }
         break;
     default:
         *revents = ready | POLLERR;

@@ -27,19 +27,21 @@ struct ALSADeviceTests {
         }
     }
 
-    /// A running ALSA application with the test's alsa configuration and hushd's socket.
+    /// A running ALSA application with the test's alsa configuration and hushd's socket; `environment` adds to or
+    /// replaces those variables.
     final class Application {
         let process = Process()
         let output = Pipe()
         let started = Date()
         private(set) var text = ""
 
-        init(_ tool: String, _ arguments: [String], socket: String) throws {
+        init(_ tool: String, _ arguments: [String], socket: String, environment extra: [String: String] = [:]) throws {
             process.executableURL = URL(fileURLWithPath: tool)
             process.arguments = arguments
             var environment = ProcessInfo.processInfo.environment
             environment["ALSA_CONFIG_PATH"] = ALSADeviceTests.alsaConfig
             environment["HUSH_SOCKET"] = socket
+            environment.merge(extra) { $1 }
             process.environment = environment
             process.standardOutput = output
             process.standardError = output
@@ -97,6 +99,30 @@ struct ALSADeviceTests {
         ((try? hushd.status())?["streams"] as? [[String: Any]]) ?? []
     }
 
+    /// Why a take was disturbed: hushd's log says, when a stream ends, whether its client was late (its ring ran
+    /// dry: the machine stalled the client, which only that stream hears). A late client's gap is not hush's doing,
+    /// so such a take is measured again; nil when the application with `pid` was never late.
+    static func lateClient(pid: Int32, log path: String) -> String? {
+        let log = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").first {
+            $0.contains("(pid \(pid)) ended") && $0.contains("the client was late")
+        }
+        .map(String.init)
+    }
+
+    /// Runs `take` until it is undisturbed (it returns nil), at most `attempts` times; each disturbed take says why.
+    /// A take judges (records its expectations) only when it is not disturbed. If every take is, the test fails
+    /// saying the machine was too busy to measure, never that hush was wrong.
+    static func retaking(_ what: String, attempts: Int = 3, _ take: () throws -> String?) throws {
+        var reasons: [String] = []
+        for attempt in 1...attempts {
+            guard let reason = try take() else { return }
+            print("\(what): take \(attempt) disturbed (\(reason)); measuring again")
+            reasons.append(reason)
+        }
+        Issue.record("\(what): the machine was too busy to measure in \(attempts) takes: \(reasons)")
+    }
+
     static func wait(_ what: String, _ hushd: HushdProcess, seconds: Double = 10, _ condition: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while !condition() {
@@ -111,24 +137,28 @@ struct ALSADeviceTests {
     @Test("aplay of a 44.1 kHz mono file through hush:music is heard in the mix, for as long as it lasts")
     func aplayIsMixed() throws {
         try Self.requireTools()
-        let scratch = try ScratchDirectory(prefix: "hush-alsa")
-        let wav = scratch.path + "/mix.wav"
-        let hushd = try HushdProcess(fallback: wav)
-        let file = scratch.path + "/tone.wav"
-        try Self.tone(file, hertz: 1000, seconds: 1.0, rate: 44100)
-        let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
-        let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
-        #expect(result.status == 0, "aplay: \(aplay.text)")
-        // It played at the real rate: not faster than the file, not stuck (generous for a busy machine).
-        #expect(result.seconds > 0.9 && result.seconds < 6, "aplay took \(result.seconds) s for a 1 s file")
-        _ = hushd.stop()
-        let levels = Self.levels(of: 1000, in: try Self.mix(wav))
-        let heard = levels.filter { $0 > -60 }
-        let loudest = levels.max() ?? -240
-        print("aplay through hush: \(result.seconds) s, tone heard in \(heard.count) windows of 20 ms, \(loudest) dB")
-        // Half scale at the default system volume (step 8, −24 dB): about −30 dBFS.
-        #expect(loudest > -36 && loudest < -24, "the tone's level in the mix: \(loudest) dBFS")
-        #expect(heard.count >= 47 && heard.count <= 53, "the tone lasted \(heard.count * 20) ms of 1000")
+        try Self.retaking("aplay through hush:music") {
+            let scratch = try ScratchDirectory(prefix: "hush-alsa")
+            let wav = scratch.path + "/mix.wav"
+            let hushd = try HushdProcess(fallback: wav)
+            let file = scratch.path + "/tone.wav"
+            try Self.tone(file, hertz: 1000, seconds: 1.0, rate: 44100)
+            let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
+            let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
+            _ = hushd.stop()
+            if let late = Self.lateClient(pid: aplay.process.processIdentifier, log: hushd.logPath) { return late }
+            #expect(result.status == 0, "aplay: \(aplay.text)")
+            // It played at the real rate: not faster than the file, not stuck (generous for a busy machine).
+            #expect(result.seconds > 0.9 && result.seconds < 6, "aplay took \(result.seconds) s for a 1 s file")
+            let levels = Self.levels(of: 1000, in: try Self.mix(wav))
+            let heard = levels.filter { $0 > -60 }
+            let loudest = levels.max() ?? -240
+            print("aplay through hush: \(result.seconds) s, the tone in \(heard.count) windows of 20 ms, \(loudest) dB")
+            // Half scale at the default system volume (step 8, −24 dB): about −30 dBFS.
+            #expect(loudest > -36 && loudest < -24, "the tone's level in the mix: \(loudest) dBFS")
+            #expect(heard.count >= 49 && heard.count <= 52, "the tone lasted \(heard.count * 20) ms of 1000")
+            return nil
+        }
     }
 
     @Test("arecord from hush:CATEGORY=record without a microphone gets silence at the real rate")

@@ -72,86 +72,97 @@ struct HostileStreamTests {
     @Test("random header bytes, silent and deaf streams and 100 opens leave aplay's tone clean")
     func hostileClientsDoNotDisturbOthers() throws {
         try ALSADeviceTests.requireTools()
-        let scratch = try ScratchDirectory(prefix: "hush-hostile")
-        let wav = scratch.path + "/mix.wav"
-        let hushd = try HushdProcess(fallback: wav)
-        let file = scratch.path + "/tone.wav"
-        try ALSADeviceTests.tone(file, hertz: 440, seconds: 4, rate: 48000)
-        let victim = try ALSADeviceTests.Application(
-            "/usr/bin/aplay",
-            ["-q", "-D", "hush:CATEGORY=playback,OPTIONS=mixWithOthers", file],
-            socket: hushd.socket
-        )
-        try ALSADeviceTests.wait("aplay running", hushd) {
-            ALSADeviceTests.streams(hushd).contains { $0["state"] as? String == "running" }
-        }
-        // 1. Random bytes over the whole header and impossible counters, for a second, from a started stream.
-        let scribbler = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
-        #expect(scribbler.reply["ok"] as? Bool == true, "\(scribbler.reply)")
-        try scribbler.act("start")
-        // 2. A stream started and never written; 3. a recorder started and never read.
-        let silent = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
-        try silent.act("start")
-        let deaf = try RawStream(socket: hushd.socket, direction: "capture", category: "record", frames: 1024)
-        #expect(deaf.reply["ok"] as? Bool == true, "\(deaf.reply)")
-        try deaf.act("start")
-        var generator = SeededGenerator(seed: 19)
-        let header = try #require(scribbler.mapped)
-        let end = Date().addingTimeInterval(1.0)
-        while Date() < end {
-            for offset in stride(from: 0, to: Int(HUSH_WIRE_HEADER_BYTES), by: 8) {
-                header.storeBytes(of: UInt64.random(in: .min ... .max, using: &generator), toByteOffset: offset, as: UInt64.self)
+        try ALSADeviceTests.retaking("aplay beside hostile clients") {
+            let scratch = try ScratchDirectory(prefix: "hush-hostile")
+            let wav = scratch.path + "/mix.wav"
+            let hushd = try HushdProcess(fallback: wav)
+            let file = scratch.path + "/tone.wav"
+            try ALSADeviceTests.tone(file, hertz: 440, seconds: 4, rate: 48000)
+            let victim = try ALSADeviceTests.Application(
+                "/usr/bin/aplay",
+                ["-q", "-D", "hush:CATEGORY=playback,OPTIONS=mixWithOthers", file],
+                socket: hushd.socket
+            )
+            try ALSADeviceTests.wait("aplay running", hushd) {
+                ALSADeviceTests.streams(hushd).contains { $0["state"] as? String == "running" }
             }
-            usleep(500)
-        }
-        // 4. One process opening streams without end: refused past [streams] max_streams_per_process (8) and
-        // [control] max_clients_per_process, each refusal with a reason; hushd keeps serving others.
-        var opened: [RawStream] = []
-        var refusals: [String] = []
-        for _ in 0..<100 {
-            guard let stream = try? RawStream(socket: hushd.socket, direction: "playback", category: "ambient") else {
-                refusals.append("connection refused")
-                continue
+            // 1. Random bytes over the whole header and impossible counters, for a second, from a started stream.
+            let scribbler = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
+            #expect(scribbler.reply["ok"] as? Bool == true, "\(scribbler.reply)")
+            try scribbler.act("start")
+            // 2. A stream started and never written; 3. a recorder started and never read.
+            let silent = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
+            try silent.act("start")
+            let deaf = try RawStream(socket: hushd.socket, direction: "capture", category: "record", frames: 1024)
+            #expect(deaf.reply["ok"] as? Bool == true, "\(deaf.reply)")
+            try deaf.act("start")
+            var generator = SeededGenerator(seed: 19)
+            let header = try #require(scribbler.mapped)
+            let end = Date().addingTimeInterval(1.0)
+            while Date() < end {
+                for offset in stride(from: 0, to: Int(HUSH_WIRE_HEADER_BYTES), by: 8) {
+                    header.storeBytes(
+                        of: UInt64.random(in: .min ... .max, using: &generator),
+                        toByteOffset: offset,
+                        as: UInt64.self
+                    )
+                }
+                usleep(500)
             }
-            if stream.reply["ok"] as? Bool == true {
-                opened.append(stream)
-            } else {
-                refusals.append(((stream.reply["error"] as? [String: Any])?["code"] as? String) ?? "?")
+            // 4. One process opening streams without end: refused past [streams] max_streams_per_process (8) and
+            // [control] max_clients_per_process, each refusal with a reason; hushd keeps serving others.
+            var opened: [RawStream] = []
+            var refusals: [String] = []
+            for _ in 0..<100 {
+                guard let stream = try? RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
+                else {
+                    refusals.append("connection refused")
+                    continue
+                }
+                if stream.reply["ok"] as? Bool == true {
+                    opened.append(stream)
+                } else {
+                    refusals.append(((stream.reply["error"] as? [String: Any])?["code"] as? String) ?? "?")
+                }
             }
+            let status = try hushd.status()
+            let streams = (status["streams"] as? [[String: Any]]) ?? []
+            let scribbled = streams.first { $0["id"] as? Int == scribbler.id }
+            let starved = streams.first { $0["id"] as? Int == silent.id }
+            let unread = streams.first { $0["id"] as? Int == deaf.id }
+            print(
+                "hostile: \(opened.count) more streams opened, \(refusals.count) refused (\(Set(refusals).sorted())); "
+                    + "scribbler violations \(scribbled?["violations"] ?? "?"), silent stream underruns "
+                    + "\(starved?["underruns"] ?? "?"), deaf recorder overrun frames \(unread?["overrunFrames"] ?? "?")"
+            )
+            #expect(opened.count + 3 <= 8, "at most 8 streams per process")
+            #expect(refusals.contains("too-many-streams"))
+            #expect((scribbled?["violations"] as? Int ?? 0) > 0, "impossible counters are counted")
+            #expect((unread?["overrunFrames"] as? Int ?? 0) > 0, "a recorder that does not read loses frames, alone")
+            opened.removeAll()
+            let result = try #require(victim.finish(within: 15), "aplay hung: \(victim.text)")
+            #expect(result.status == 0, "aplay: \(victim.text)")
+            let log = try String(contentsOfFile: hushd.logPath, encoding: .utf8)
+            #expect(
+                log.contains("wrote impossible ring counters") && log.contains("pid \(getpid())"),
+                "hushd says who broke the rules"
+            )
+            _ = hushd.stop()
+            if let late = ALSADeviceTests.lateClient(pid: victim.process.processIdentifier, log: hushd.logPath) {
+                return late
+            }
+            // The victim's tone: every 20 ms window present, at one level.
+            let levels = ALSADeviceTests.levels(of: 440, in: try ALSADeviceTests.mix(wav))
+            let heard = levels.filter { $0 > -60 }
+            let sorted = heard.sorted()
+            let median = sorted[sorted.count / 2]
+            // The first and last windows hold the tone's edges.
+            let inner = heard.dropFirst().dropLast()
+            let spread = (inner.max() ?? 0) - (inner.min() ?? 0)
+            print("victim: \(heard.count) windows of 200, level \(median) dBFS, spread \(spread) dB")
+            #expect(heard.count >= 198 && heard.count <= 202, "the tone lasted \(heard.count * 20) ms of 4000")
+            #expect(spread < 0.5, "the tone's level moved by \(spread) dB")
+            return nil
         }
-        let status = try hushd.status()
-        let streams = (status["streams"] as? [[String: Any]]) ?? []
-        let scribbled = streams.first { $0["id"] as? Int == scribbler.id }
-        let starved = streams.first { $0["id"] as? Int == silent.id }
-        let unread = streams.first { $0["id"] as? Int == deaf.id }
-        print(
-            "hostile: \(opened.count) more streams opened, \(refusals.count) refused (\(Set(refusals).sorted())); "
-                + "scribbler violations \(scribbled?["violations"] ?? "?"), silent stream underruns "
-                + "\(starved?["underruns"] ?? "?"), deaf recorder overrun frames \(unread?["overrunFrames"] ?? "?")"
-        )
-        #expect(opened.count + 3 <= 8, "at most 8 streams per process")
-        #expect(refusals.contains("too-many-streams"))
-        #expect((scribbled?["violations"] as? Int ?? 0) > 0, "impossible counters are counted")
-        #expect((unread?["overrunFrames"] as? Int ?? 0) > 0, "a recorder that does not read loses frames, alone")
-        opened.removeAll()
-        let result = try #require(victim.finish(within: 15), "aplay hung: \(victim.text)")
-        #expect(result.status == 0, "aplay: \(victim.text)")
-        let log = try String(contentsOfFile: hushd.logPath, encoding: .utf8)
-        #expect(
-            log.contains("wrote impossible ring counters") && log.contains("pid \(getpid())"),
-            "hushd says who broke the rules"
-        )
-        _ = hushd.stop()
-        // The victim's tone: every 20 ms window present, at one level.
-        let levels = ALSADeviceTests.levels(of: 440, in: try ALSADeviceTests.mix(wav))
-        let heard = levels.filter { $0 > -60 }
-        let sorted = heard.sorted()
-        let median = sorted[sorted.count / 2]
-        // The first and last windows hold the tone's edges.
-        let inner = heard.dropFirst().dropLast()
-        let spread = (inner.max() ?? 0) - (inner.min() ?? 0)
-        print("victim: \(heard.count) windows of 200, level \(median) dBFS, spread \(spread) dB")
-        #expect(heard.count >= 198 && heard.count <= 202, "the tone lasted \(heard.count * 20) ms of 4000")
-        #expect(spread < 0.5, "the tone's level moved by \(spread) dB")
     }
 }
