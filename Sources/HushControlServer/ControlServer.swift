@@ -251,6 +251,13 @@ public final class ControlServer: LoopParticipant {
     /// The connected clients, oldest first.
     public var clients: [ControlClient] { connectionsInOrder.map(\.client) }
 
+    /// A client id no connection has or will have: for sessions that belong to something other than one
+    /// connection (an application's streams, which come and go on connections of their own).
+    public func reserveClientID() -> ClientID {
+        defer { nextClient += 1 }
+        return ClientID(nextClient)
+    }
+
     /// The connected client with this id.
     public func client(_ id: ClientID) -> ControlClient? {
         connections.values.first { $0.client.id == id }?.client

@@ -62,6 +62,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         daemon.streamSummary = { [unowned self] in
             (streams.entries.count, streams.microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" })
         }
+        streams.newClientID = { [unowned self] in server.reserveClientID() }
         streams.peerLookup = { [unowned self] client in credentials[client].map(StreamHub.Peer.init) }
         daemon.decisionSinks.append { [unowned self] batch in publish(batch) }
         daemon.finishedSinks.append { [unowned self] session in

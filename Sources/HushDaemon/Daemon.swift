@@ -39,6 +39,8 @@ public final class Daemon {
         public var maxSessionsPerClient = 8
         /// The microphone's PCM (`[capture] pcm`), or nil: capture streams get silence.
         public var capturePCM: String?
+        /// Periods in the microphone's buffer (`[capture] periods`, else `[output] periods`).
+        public var capturePeriods: Int?
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
         public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
@@ -208,7 +210,8 @@ public final class Daemon {
                 pcm: pcm,
                 sampleRate: format.sampleRate,
                 channels: format.channels,
-                periodFrames: setup.output.periodFrames
+                periodFrames: setup.output.periodFrames,
+                periods: setup.capturePeriods ?? max(setup.output.periods, 4)
             )
             try feeder.start()
             microphone = feeder

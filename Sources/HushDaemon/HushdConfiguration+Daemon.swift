@@ -14,6 +14,7 @@ extension HushdConfiguration {
         setup.soundDirectories = sounds.directories
         setup.maxSessionsPerClient = control.maxSessionsPerClient
         setup.capturePCM = capture?.pcm
+        setup.capturePeriods = capture?.periods
         return setup
     }
 }

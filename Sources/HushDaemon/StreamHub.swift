@@ -130,8 +130,11 @@ final class StreamHub {
     /// Playback streams closed but perhaps still read by the audio thread.
     private var retiring: [PlaybackStream] = []
     private var nextStream: UInt64 = 1
-    /// Stream groups' sessions belong to client ids of their own, far above the connections'.
-    private var nextGroupClient: UInt64 = 1 << 40
+    /// Stream groups' sessions belong to client ids of their own, from the control server's sequence, so no
+    /// connection ever has one.
+    var newClientID: () -> ClientID = {
+        preconditionFailure("StreamHub.newClientID is set by the control socket's participant")
+    }
     /// Whether any stream hears the microphone (the microphone light).
     private(set) var microphoneInUse = false
     var onMicrophoneChanged: (Bool) -> Void = { _ in }
@@ -240,8 +243,7 @@ final class StreamHub {
                 group = partner
                 session = partner.session
             } else {
-                let client = ClientID(nextGroupClient)
-                nextGroupClient += 1
+                let client = newClientID()
                 session = daemon.newSessionID()
                 let made = daemon.handle(
                     .activate(session, client: client, configuration),

@@ -23,7 +23,7 @@ public final class CaptureFeeder: @unchecked Sendable {
     private var thread: NamedThread?
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
-    public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int) throws(HardwareError) {
+    public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError) {
         capture = try ALSACapture(
             PlaybackConfiguration(
                 pcm: pcm,
@@ -31,7 +31,7 @@ public final class CaptureFeeder: @unchecked Sendable {
                 channels: channels,
                 format: .s16LE,
                 periodFrames: periodFrames,
-                periods: 4
+                periods: periods
             )
         )
         guard capture.granted.sampleRate == sampleRate, capture.granted.channels == channels else {
