@@ -202,26 +202,44 @@ struct ALSADeviceTests {
         try Self.wait("the stream gone", hushd) { Self.streams(hushd).isEmpty }
     }
 
-    @Test("kill -9 of hushd makes aplay fail within a second, not hang")
-    func hushdDeathFailsTheApplication() throws {
+    @Test("hushd killed (-9) or stopped (TERM): aplay and arecord fail with ENODEV within a second, not hang", arguments: [SIGKILL, SIGTERM])
+    func hushdDeathFailsTheApplications(signal: Int32) throws {
         try Self.requireTools()
         let scratch = try ScratchDirectory(prefix: "hush-alsa")
         let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
         let file = scratch.path + "/tone.wav"
         try Self.tone(file, hertz: 440, seconds: 10, rate: 48000)
-        let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
-        try Self.wait("aplay's stream running", hushd) {
-            Self.streams(hushd).first?["state"] as? String == "running"
+        // The music mixes with others, so the recorder (non-mixable) does not interrupt it (R6).
+        let aplay = try Application(
+            "/usr/bin/aplay",
+            ["-q", "-D", "hush:CATEGORY=playback,OPTIONS=mixWithOthers", file],
+            socket: hushd.socket
+        )
+        let arecord = try Application(
+            "/usr/bin/arecord",
+            ["-q", "-D", "hush:CATEGORY=record", "-f", "S16_LE", "-r", "16000", "-c", "1", "-d", "10", "/dev/null"],
+            socket: hushd.socket
+        )
+        try Self.wait("both streams running", hushd) {
+            Self.streams(hushd).filter { $0["state"] as? String == "running" }.count == 2
         }
         let killed = Date()
-        _ = hushd.stop(SIGKILL)
+        _ = hushd.stop(signal)
+        var ended: [String: Double] = [:]
         let deadline = killed.addingTimeInterval(10)
-        while aplay.process.isRunning && Date() < deadline { usleep(2000) }
-        let seconds = Date().timeIntervalSince(killed)
-        let result = try #require(aplay.finish(within: 0.1), "aplay still runs 10 s after hushd died: \(aplay.text)")
-        print("aplay ended \(seconds) s after hushd was killed: \(aplay.text)")
-        #expect(result.status != 0, "aplay must report the loss")
-        #expect(seconds < 1.5, "aplay took \(seconds) s to notice")
+        while ended.count < 2 && Date() < deadline {
+            if !aplay.process.isRunning && ended["aplay"] == nil { ended["aplay"] = Date().timeIntervalSince(killed) }
+            if !arecord.process.isRunning && ended["arecord"] == nil {
+                ended["arecord"] = Date().timeIntervalSince(killed)
+            }
+            usleep(2000)
+        }
+        let played = try #require(aplay.finish(within: 0.1), "aplay still runs 10 s after hushd died: \(aplay.text)")
+        let recorded = try #require(arecord.finish(within: 0.1), "arecord still runs 10 s after: \(arecord.text)")
+        print("signal \(signal): aplay ended \(ended["aplay"] ?? -1) s, arecord \(ended["arecord"] ?? -1) s after")
+        #expect(played.status != 0 && recorded.status != 0, "both report the loss: \(aplay.text) \(arecord.text)")
+        #expect(aplay.text.contains("No such device") && arecord.text.contains("No such device"))
+        #expect((ended["aplay"] ?? 99) < 1.5 && (ended["arecord"] ?? 99) < 1.5, "they took \(ended) s to notice")
     }
 }
 
