@@ -295,3 +295,36 @@ struct ALSANamedSessionTests {
         #expect(missing.text.contains("there is no session 999"), "\(missing.text)")
     }
 }
+
+/// One process playing and recording with one category — a call — is one session, not two that interrupt each
+/// other: alsaloop captures from `hush:voice` and plays to `hush:voice`.
+@Suite("The hush ALSA device: a call's two directions are one session", .serialized)
+struct ALSACallTests {
+    @Test("alsaloop -C hush:voice -P hush:voice: two streams, one playAndRecord session, neither held")
+    func bothDirectionsOneSession() throws {
+        try ALSADeviceTests.requireTools()
+        let scratch = try ScratchDirectory(prefix: "hush-alsa")
+        let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
+        let loop = try ALSADeviceTests.Application(
+            "/usr/bin/alsaloop",
+            ["-C", "hush:voice", "-P", "hush:voice", "-r", "16000", "-c", "1", "-f", "S16_LE", "-t", "50000"],
+            socket: hushd.socket
+        )
+        try ALSADeviceTests.wait("both of alsaloop's streams running", hushd) {
+            ALSADeviceTests.streams(hushd).filter { $0["state"] as? String == "running" }.count == 2
+        }
+        let streams = ALSADeviceTests.streams(hushd)
+        let sessions = Set(streams.compactMap { $0["session"] as? Int })
+        #expect(sessions.count == 1, "one session for the call: \(streams)")
+        #expect(Set(streams.compactMap { $0["direction"] as? String }) == ["playback", "capture"])
+        let status = try hushd.status()
+        let records = (status["sessions"] as? [[String: Any]]) ?? []
+        #expect(records.count == 1 && records.first?["category"] as? String == "playAndRecord", "\(records)")
+        #expect(records.first?["pid"] as? Int == Int(loop.process.processIdentifier), "status names the process")
+        kill(loop.process.processIdentifier, SIGTERM)
+        _ = loop.finish(within: 5)
+        try ALSADeviceTests.wait("the call's session over", hushd) {
+            ((try? hushd.status())?["sessions"] as? [[String: Any]])?.isEmpty == true
+        }
+    }
+}
