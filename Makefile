@@ -14,16 +14,43 @@ RELEASE_BIN = $$($(SWIFT) build -c release --show-bin-path)
 
 all: build
 
+# $(call install-missing,PACKAGES): apt-get update, then install those of the Debian PACKAGES dpkg does not have.
+define install-missing
+@missing=""; for p in $(1); do \
+  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+done; \
+if [ -n "$$missing" ]; then \
+  echo "Installing:$$missing"; \
+  $(SUDO) apt-get update -qq && \
+  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq -o DPkg::Lock::Timeout=600 $$missing; \
+fi
+endef
+
 ## deps: install the Debian packages hush needs, if any are missing.
 deps:
-	@missing=""; for p in $(APT_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "Installing:$$missing"; \
-	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq -o DPkg::Lock::Timeout=600 $$missing; \
-	fi
+	$(call install-missing,$(APT_PACKAGES))
+
+## test-tools: the programs the host tests play through the hush ALSA device besides aplay (ALSAApplicationsTests;
+## make test, never make run): Debian's espeak-ng, GStreamer with alsasink and PortAudio, and Python's sounddevice
+## from PyPI in .build/python-venv at the versions Tests/HushDaemonTests/Fixtures/python/requirements.txt pins.
+TEST_APT_PACKAGES := espeak-ng gstreamer1.0-tools gstreamer1.0-alsa gstreamer1.0-plugins-base libportaudio2 \
+    python3-venv
+PYTHON_VENV := .build/python-venv
+PYTHON_REQUIREMENTS := Tests/HushDaemonTests/Fixtures/python/requirements.txt
+.PHONY: test-tools test-packages
+test-tools: test-packages $(PYTHON_VENV)/requirements.txt
+
+test-packages:
+	$(call install-missing,$(TEST_APT_PACKAGES))
+
+# Debian's python3 (python3-venv is its venv), not whichever python3 comes first in PATH. The copy of the
+# requirements is written last, so an interrupted install is redone.
+$(PYTHON_VENV)/requirements.txt: $(PYTHON_REQUIREMENTS) | test-packages
+	rm -rf $(PYTHON_VENV)
+	/usr/bin/python3 -m venv $(PYTHON_VENV)
+	$(PYTHON_VENV)/bin/pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: \
+	  -r $(PYTHON_REQUIREMENTS)
+	cp $(PYTHON_REQUIREMENTS) $@
 
 build: deps alsa-plugin
 	$(SWIFT) build
@@ -62,7 +89,7 @@ run: build
 ## and tries 20 000 new inputs from a fixed seed (seconds each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
 ## settle within 64 KiB after warm-up.
-test: deps lint architecture boards deploy-check alsa-plugin
+test: deps test-tools lint architecture boards deploy-check alsa-plugin
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
 	.ci/check-config-corpus.sh
