@@ -38,6 +38,9 @@
 #define HUSH_WIRE_MAX_CHANNELS 2u
 #define HUSH_WIRE_MIN_RING_FRAMES 256u
 #define HUSH_WIRE_MAX_RING_FRAMES 262144u
+/* The most memory a ring may take: the plugin offers no larger buffer, and hushd refuses one ([streams] ring_kib_max
+   may lower it). A byte limit, because that is what alsa-lib's ioplug can constrain. */
+#define HUSH_WIRE_MAX_RING_BYTES 524288u
 
 enum hush_wire_direction {
     HUSH_WIRE_PLAYBACK = 0,

@@ -35,7 +35,7 @@ final class ConfigurationReader {
             "socket", "mode", "group", "max_clients", "max_clients_per_process", "max_sessions_per_client",
             "max_line_bytes", "allowed_uids",
         ],
-        "streams": ["max_streams", "max_streams_per_process", "ring_milliseconds_max"],
+        "streams": ["max_streams", "max_streams_per_process", "ring_kib_max"],
         "capture": ["pcm", "periods"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
@@ -900,9 +900,7 @@ final class ConfigurationReader {
         if let count = integer(table, "max_streams_per_process", 1...64) {
             configuration.streams.maxStreamsPerProcess = count
         }
-        if let ring = milliseconds(table, "ring_milliseconds_max", 100...10000) {
-            configuration.streams.ringMillisecondsMax = Int(ring.milliseconds)
-        }
+        if let kibibytes = integer(table, "ring_kib_max", 16...512) { configuration.streams.ringKiBMax = kibibytes }
     }
 
     private func readCapture() {

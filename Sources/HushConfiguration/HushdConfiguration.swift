@@ -353,13 +353,13 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var maxStreams = 32
         /// `max_streams_per_process` (8): streams one process (by pid) may have open.
         public var maxStreamsPerProcess = 8
-        /// `ring_milliseconds_max` (2000): the longest ring a stream may ask for, in milliseconds at its rate.
-        public var ringMillisecondsMax = 2000
+        /// `ring_kib_max` (512): the most memory one stream's ring may take, in KiB (16…512; the `hush` plugin
+        /// offers buffers up to 512 KiB, hush_wire.h's HUSH_WIRE_MAX_RING_BYTES).
+        public var ringKiBMax = 512
         public init() {}
 
-        /// The most frames a ring may hold at `rate` frames per second (``ringMillisecondsMax`` at that rate,
-        /// rounded down).
-        public func maxRingFrames(rate: Int) -> Int { ringMillisecondsMax * rate / 1000 }
+        /// The most frames a ring of `frameBytes`-byte frames may hold.
+        public func maxRingFrames(frameBytes: Int) -> Int { ringKiBMax * 1024 / max(1, frameBytes) }
     }
 
     /// `[capture]`: the microphone.

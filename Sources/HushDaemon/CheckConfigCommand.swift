@@ -209,8 +209,7 @@ extension HushdConfiguration {
             "streams",
             [
                 "\(streams.maxStreams) at once, \(streams.maxStreamsPerProcess) per process; rings up to "
-                    + "\(streams.ringMillisecondsMax) ms (\(streams.maxRingFrames(rate: output.sampleRate)) frames at "
-                    + "\(output.sampleRate) Hz)"
+                    + "\(streams.ringKiBMax) KiB (\(streams.maxRingFrames(frameBytes: 4)) frames of 16-bit stereo)"
             ]
         )
         add(

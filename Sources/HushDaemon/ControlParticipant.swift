@@ -55,7 +55,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             limits: StreamHub.Limits(
                 maxStreams: streamLimits.maxStreams,
                 maxStreamsPerProcess: streamLimits.maxStreamsPerProcess,
-                ringMillisecondsMax: streamLimits.ringMillisecondsMax
+                ringKiBMax: streamLimits.ringKiBMax
             )
         )
         server.handler = self

@@ -45,7 +45,7 @@ final class StreamHub {
     struct Limits {
         var maxStreams = 32
         var maxStreamsPerProcess = 8
-        var ringMillisecondsMax = 2000
+        var ringKiBMax = 512
     }
 
     /// Why a request was refused.
@@ -182,7 +182,7 @@ final class StreamHub {
                 / format.sampleRate + 1
         )
         do {
-            try geometry.validate(maxRingMilliseconds: limits.ringMillisecondsMax)
+            try geometry.validate(maxRingBytes: limits.ringKiBMax * 1024)
         } catch {
             throw Failure(kind: .cannot, message: error.description)
         }

@@ -90,7 +90,7 @@ public struct ControlError: Error, Codable, Hashable, Sendable, CustomStringConv
         public static let unknownStream: Code = "unknown-stream"
         /// A limit on streams was reached: all of hushd's, or one process's (`[streams]`); the message says which.
         public static let tooManyStreams: Code = "too-many-streams"
-        /// hushd could not set the stream up (a ring longer than `[streams] ring_milliseconds_max`, no memory for
+        /// hushd could not set the stream up (a ring bigger than `[streams] ring_kib_max`, no memory for
         /// it, no descriptors left); the message says why.
         public static let cannotStream: Code = "cannot-stream"
         /// The stream's state does not allow the action (`resume` on a stream that is not paused, `start` on a

@@ -55,7 +55,7 @@ public struct StreamGeometry: Hashable, Sendable {
     }
 
     /// Checks what a client asked for against what the wire and hushd take; the error says which value and why.
-    public func validate(maxRingMilliseconds: Int) throws(StreamError) {
+    public func validate(maxRingBytes: Int) throws(StreamError) {
         guard (Int(HUSH_WIRE_MIN_RATE)...Int(HUSH_WIRE_MAX_RATE)).contains(rate) else {
             throw StreamError("a rate of \(rate) Hz is outside \(HUSH_WIRE_MIN_RATE)–\(HUSH_WIRE_MAX_RATE) Hz")
         }
@@ -67,11 +67,11 @@ public struct StreamGeometry: Hashable, Sendable {
                 "a buffer of \(ringFrames) frames is outside \(HUSH_WIRE_MIN_RING_FRAMES)–\(HUSH_WIRE_MAX_RING_FRAMES)"
             )
         }
-        let limit = rate * maxRingMilliseconds / 1000
-        guard ringFrames <= max(limit, Int(HUSH_WIRE_MIN_RING_FRAMES)) else {
+        let bytes = ringFrames * frameBytes
+        guard bytes <= min(maxRingBytes, Int(HUSH_WIRE_MAX_RING_BYTES)) else {
             throw StreamError(
-                "a buffer of \(ringFrames) frames is \(ringFrames * 1000 / rate) ms at \(rate) Hz, over the "
-                    + "\(maxRingMilliseconds) ms [streams] ring_milliseconds_max allows"
+                "a buffer of \(ringFrames) frames takes \(bytes / 1024) KiB, over the \(maxRingBytes / 1024) KiB "
+                    + "[streams] ring_kib_max allows (\(ringFrames * 1000 / rate) ms at \(rate) Hz); ask for a smaller one"
             )
         }
     }

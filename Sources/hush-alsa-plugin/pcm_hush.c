@@ -976,7 +976,7 @@ static int set_constraints(snd_pcm_ioplug_t *io) {
     if (error == 0)
         error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES,
                                                 HUSH_WIRE_MIN_RING_FRAMES * HUSH_MAX_FRAME_BYTES,
-                                                HUSH_WIRE_MAX_RING_FRAMES * HUSH_MIN_FRAME_BYTES);
+                                                HUSH_WIRE_MAX_RING_BYTES);
     if (error == 0)
         error = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES,
                                                 HUSH_MIN_PERIOD_FRAMES * HUSH_MAX_FRAME_BYTES,

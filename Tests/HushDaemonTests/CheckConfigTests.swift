@@ -208,7 +208,7 @@ struct EveryKeyTests {
             plain("control", "max_clients_per_process", ["1", "1024"], ["0", "1025", "\"16\""]),
             plain("streams", "max_streams", ["1", "32", "64"], ["0", "65", "\"32\""]),
             plain("streams", "max_streams_per_process", ["1", "64"], ["0", "65"]),
-            plain("streams", "ring_milliseconds_max", ["100", "2000", "10000"], ["99", "10001", "2.5"]),
+            plain("streams", "ring_kib_max", ["16", "256", "512"], ["15", "513", "2.5"]),
             plain("capture", "pcm", ["\"hw:CARD=Mic,DEV=0\"", "\"default\"", "\"\""], ["1", "true"]),
             KeyCase(
                 key: "capture.periods",

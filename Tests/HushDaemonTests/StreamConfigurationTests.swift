@@ -10,7 +10,7 @@ import Testing
 /// `[outputs.mic_led]`, read into their typed values (EveryKeyTests holds each key's edges).
 @Suite("configuration: streams, the microphone and its light")
 struct StreamConfigurationTests {
-    @Test("without the sections: 64 clients, 16 per process, 32 streams, 8 per process, 2 s rings, no microphone")
+    @Test("without the sections: 64 clients, 16 per process, 32 streams, 8 per process, 512 KiB rings, no microphone")
     func defaults() throws {
         let configuration = try HushdConfiguration.parse("# nothing\n", file: "hushd.toml")
         #expect(configuration.control.maxClients == 64)
@@ -18,7 +18,7 @@ struct StreamConfigurationTests {
         #expect(configuration.streams == HushdConfiguration.Streams())
         #expect(configuration.streams.maxStreams == 32)
         #expect(configuration.streams.maxStreamsPerProcess == 8)
-        #expect(configuration.streams.ringMillisecondsMax == 2000)
+        #expect(configuration.streams.ringKiBMax == 512)
         #expect(configuration.capture == nil)
         #expect(configuration.outputs[.micLED] == nil)
         #expect(HushdConfiguration.builtIn.capture == nil)
@@ -34,7 +34,7 @@ struct StreamConfigurationTests {
             [streams]
             max_streams = 12
             max_streams_per_process = 3
-            ring_milliseconds_max = 500
+            ring_kib_max = 128
 
             [capture]
             pcm = "hw:CARD=Mic,DEV=0"
@@ -48,21 +48,20 @@ struct StreamConfigurationTests {
         let configuration = try HushdConfiguration.parse(text, file: "hushd.toml")
         #expect(configuration.control.maxClients == 128 && configuration.control.maxClientsPerProcess == 4)
         #expect(configuration.streams.maxStreams == 12 && configuration.streams.maxStreamsPerProcess == 3)
-        #expect(configuration.streams.ringMillisecondsMax == 500)
+        #expect(configuration.streams.ringKiBMax == 128)
         #expect(configuration.capture == HushdConfiguration.Capture(pcm: "hw:CARD=Mic,DEV=0", periods: 4))
         var led = HushdConfiguration.OutputLineSettings(chip: "gpiochip0", line: .name("mic-led"))
         led.activeLow = true
         #expect(configuration.outputs == [.micLED: led])
     }
 
-    @Test("the longest ring a stream may ask for, in frames at its rate")
+    @Test("the biggest ring a stream may ask for, in frames of its size")
     func ringFrames() {
         var streams = HushdConfiguration.Streams()
-        #expect(streams.maxRingFrames(rate: 48_000) == 96_000)
-        #expect(streams.maxRingFrames(rate: 44_100) == 88_200)
-        streams.ringMillisecondsMax = 100
-        #expect(streams.maxRingFrames(rate: 8000) == 800)
-        #expect(streams.maxRingFrames(rate: 11_025) == 1102)
+        #expect(streams.maxRingFrames(frameBytes: 4) == 131_072)
+        #expect(streams.maxRingFrames(frameBytes: 2) == 262_144)
+        streams.ringKiBMax = 16
+        #expect(streams.maxRingFrames(frameBytes: 8) == 2048)
     }
 
     @Test("a file over a profile: keeps its microphone, changes its periods, or takes it away with pcm = \"\"")
@@ -142,7 +141,7 @@ struct StreamConfigurationTests {
         let rows = [
             "| `max_clients` | integer | `64` |", "| `max_clients_per_process` | integer | `16` |",
             "| `max_streams` | integer | `32` |", "| `max_streams_per_process` | integer | `8` |",
-            "| `ring_milliseconds_max` | integer | `2000` |", "| `pcm` | string | `\"\"` | the ALSA PCM the microphone",
+            "| `ring_kib_max` | integer | `512` |", "| `pcm` | string | `\"\"` | the ALSA PCM the microphone",
             "| `periods` | integer | `[output] periods` |",
         ]
         for row in rows { #expect(text.contains(row), "\(row)") }
