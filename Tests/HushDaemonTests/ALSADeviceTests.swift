@@ -110,6 +110,22 @@ struct ALSADeviceTests {
         .map(String.init)
     }
 
+    /// Judges a take: nil when every check holds. When one fails and the client was `late`, the take is disturbed
+    /// (the machine stalled the application, so what it sounded like says nothing about hush): returns the reason,
+    /// for ``retaking(_:attempts:_:)`` to measure again. When one fails and the client was never late, hush did
+    /// the wrong thing: each failure is recorded, and nil is returned.
+    static func judge(
+        late: String?,
+        _ checks: [(holds: Bool, message: String)],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> String? {
+        let failed = checks.filter { !$0.holds }
+        guard !failed.isEmpty else { return nil }
+        if let late { return late + "; it missed: " + failed.map(\.message).joined(separator: "; ") }
+        for failure in failed { Issue.record(Comment(rawValue: failure.message), sourceLocation: sourceLocation) }
+        return nil
+    }
+
     /// Runs `take` until it is undisturbed (it returns nil), at most `attempts` times; each disturbed take says why.
     /// A take judges (records its expectations) only when it is not disturbed. If every take is, the test fails
     /// saying the machine was too busy to measure, never that hush was wrong.
@@ -146,18 +162,21 @@ struct ALSADeviceTests {
             let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
             let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
             _ = hushd.stop()
-            if let late = Self.lateClient(pid: aplay.process.processIdentifier, log: hushd.logPath) { return late }
             #expect(result.status == 0, "aplay: \(aplay.text)")
-            // It played at the real rate: not faster than the file, not stuck (generous for a busy machine).
-            #expect(result.seconds > 0.9 && result.seconds < 6, "aplay took \(result.seconds) s for a 1 s file")
             let levels = Self.levels(of: 1000, in: try Self.mix(wav))
             let heard = levels.filter { $0 > -60 }
             let loudest = levels.max() ?? -240
             print("aplay through hush: \(result.seconds) s, the tone in \(heard.count) windows of 20 ms, \(loudest) dB")
-            // Half scale at the default system volume (step 8, −24 dB): about −30 dBFS.
-            #expect(loudest > -36 && loudest < -24, "the tone's level in the mix: \(loudest) dBFS")
-            #expect(heard.count >= 49 && heard.count <= 52, "the tone lasted \(heard.count * 20) ms of 1000")
-            return nil
+            return Self.judge(
+                late: Self.lateClient(pid: aplay.process.processIdentifier, log: hushd.logPath),
+                [
+                    // It played at the real rate: not faster than the file, not stuck (generous for a busy machine).
+                    (result.seconds > 0.9 && result.seconds < 6, "aplay took \(result.seconds) s for a 1 s file"),
+                    // Half scale at the default system volume (step 8, −24 dB): about −30 dBFS.
+                    (loudest > -36 && loudest < -24, "the tone's level in the mix: \(loudest) dBFS"),
+                    (heard.count >= 49 && heard.count <= 52, "the tone lasted \(heard.count * 20) ms of 1000"),
+                ]
+            )
         }
     }
 
@@ -202,7 +221,10 @@ struct ALSADeviceTests {
         try Self.wait("the stream gone", hushd) { Self.streams(hushd).isEmpty }
     }
 
-    @Test("hushd killed (-9) or stopped (TERM): aplay and arecord fail with ENODEV within a second, not hang", arguments: [SIGKILL, SIGTERM])
+    @Test(
+        "hushd killed (-9) or stopped (TERM): aplay and arecord fail with ENODEV within a second, not hang",
+        arguments: [SIGKILL, SIGTERM]
+    )
     func hushdDeathFailsTheApplications(signal: Int32) throws {
         try Self.requireTools()
         let scratch = try ScratchDirectory(prefix: "hush-alsa")

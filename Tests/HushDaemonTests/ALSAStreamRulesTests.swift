@@ -134,16 +134,17 @@ struct ALSAStreamRulesTests {
             // The hold is a paused device: aplay took the hold's length longer, and every frame was played.
             #expect(result.seconds > 3.9, "aplay took \(result.seconds) s for 3 s of music held for 1 s")
             let mix = try hushd.finish()
-            if let late = ALSADeviceTests.lateClient(pid: aplay.process.processIdentifier, log: hushd.log) {
-                return late
-            }
             let heard = Self.windows(of: 440, in: mix)
             print("interrupted aplay: \(result.seconds) s, music heard \(heard * 20) ms of 3000")
-            #expect(
-                heard >= 149 && heard <= 152,
-                "the music played \(heard * 20) ms of its 3000: none lost, none doubled"
+            return ALSADeviceTests.judge(
+                late: ALSADeviceTests.lateClient(pid: aplay.process.processIdentifier, log: hushd.log),
+                [
+                    (
+                        heard >= 149 && heard <= 152,
+                        "the music played \(heard * 20) ms of its 3000: none lost, none doubled"
+                    )
+                ]
             )
-            return nil
         }
     }
 
@@ -208,9 +209,6 @@ struct ALSAStreamRulesTests {
             let result = try #require(player.finish(within: 15), "aplay hung: \(player.text)")
             #expect(result.status == 0)
             let mix = try hushd.finish()
-            if let late = ALSADeviceTests.lateClient(pid: player.process.processIdentifier, log: hushd.log) {
-                return late
-            }
             let levels = ALSADeviceTests.levels(of: 440, in: mix)
             let prompts = ALSADeviceTests.levels(of: 2000, in: mix)
             let promptWindows = prompts.indices.filter { prompts[$0] > -60 }
@@ -222,9 +220,13 @@ struct ALSAStreamRulesTests {
             let during = levels[(first + 10)..<last].max() ?? -240
             let after = levels[(last + 30)..<min(levels.count, last + 50)].min() ?? -240
             print("duck: before \(before), during \(during), after \(after) dBFS")
-            #expect(abs((before - during) - 14) < 1.5, "ducked by \(before - during) dB, the depth is 14")
-            #expect(abs(after - before) < 1, "the duck undone after kill -9: \(after) vs \(before)")
-            return nil
+            return ALSADeviceTests.judge(
+                late: ALSADeviceTests.lateClient(pid: player.process.processIdentifier, log: hushd.log),
+                [
+                    (abs((before - during) - 14) < 1.5, "ducked by \(before - during) dB, the depth is 14"),
+                    (abs(after - before) < 1, "the duck undone after kill -9: \(after) vs \(before)"),
+                ]
+            )
         }
     }
 
@@ -247,12 +249,11 @@ struct ALSAStreamRulesTests {
             let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
             #expect(result.status == 0)
             let mix = try hushd.finish()
-            if let late = ALSADeviceTests.lateClient(pid: aplay.process.processIdentifier, log: hushd.log) {
-                return late
-            }
             let heard = Self.windows(of: 440, in: mix)
-            #expect(heard >= 99 && heard <= 102, "the music played \(heard * 20) ms of its 2000")
-            return nil
+            return ALSADeviceTests.judge(
+                late: ALSADeviceTests.lateClient(pid: aplay.process.processIdentifier, log: hushd.log),
+                [(heard >= 99 && heard <= 102, "the music played \(heard * 20) ms of its 2000")]
+            )
         }
     }
 }
