@@ -216,7 +216,9 @@ public final class Daemon {
             try feeder.start()
             microphone = feeder
             captureRouter = CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames)
-            logger.info("microphone \(pcm): \(feeder.capture.granted.sampleRate) Hz, \(feeder.capture.granted.channels) ch")
+            logger.info(
+                "microphone \(pcm): \(feeder.capture.granted.sampleRate) Hz, \(feeder.capture.granted.channels) ch"
+            )
         } catch {
             microphoneProblem = error.description
             let text =

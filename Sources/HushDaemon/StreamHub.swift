@@ -50,7 +50,10 @@ final class StreamHub {
 
     /// Why a request was refused.
     struct Failure: Error {
-        enum Kind { case tooMany, cannot, unknownSession, notPermitted, unknownStream, refused(Rejection) }
+        enum Kind {
+            case tooMany, cannot, unknownSession, notPermitted, unknownStream
+            case refused(Rejection)
+        }
         var kind: Kind
         var message: String
         var field: String?
@@ -309,8 +312,8 @@ final class StreamHub {
         group?.streams.insert(id)
         let opened =
             "\(id) opened by \(name) (pid \(peer.pid), uid \(peer.uid)): \(request.direction) \(configuration), "
-                + "\(request.rate) Hz, \(request.channels) ch, \(request.format), \(request.bufferFrames) frames, "
-                + "\(session)"
+            + "\(request.rate) Hz, \(request.channels) ch, \(request.format), \(request.bufferFrames) frames, "
+            + "\(session)"
         daemon.logger.info("\(opened)")
         refresh()
         return entry
@@ -379,10 +382,13 @@ final class StreamHub {
         if let playback = entry.playback {
             let underruns = playback.underruns.load(ordering: .relaxed)
             figures = "; \(underruns) underrun\(underruns == 1 ? "" : "s")"
-            if underruns > 0 { figures += " (\(playback.underrunFrames.load(ordering: .relaxed)) frames: the client was late)" }
+            if underruns > 0 {
+                figures += " (\(playback.underrunFrames.load(ordering: .relaxed)) frames: the client was late)"
+            }
         }
         if let capture = entry.capture, capture.overrunFrames.load(ordering: .relaxed) > 0 {
-            figures = "; \(capture.overrunFrames.load(ordering: .relaxed)) frames dropped (the client did not read them)"
+            figures =
+                "; \(capture.overrunFrames.load(ordering: .relaxed)) frames dropped (the client did not read them)"
         }
         daemon.logger.info("\(entry.id) of \(entry.name) (pid \(entry.peer.pid)) ended: \(reason)\(figures)")
         if let group = entry.group {
@@ -448,7 +454,8 @@ final class StreamHub {
             microphoneInUse = anyHears
             let holders = entries.values.filter { $0.capture?.allowed.load(ordering: .relaxed) == true }
                 .map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
-            let text = anyHears ? "microphone in use: \(holders.joined(separator: ", "))" : "microphone no longer in use"
+            let text =
+                anyHears ? "microphone in use: \(holders.joined(separator: ", "))" : "microphone no longer in use"
             daemon.logger.notice("\(text)")
             onMicrophoneChanged(anyHears)
         }

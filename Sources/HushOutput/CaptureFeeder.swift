@@ -23,7 +23,8 @@ public final class CaptureFeeder: @unchecked Sendable {
     private var thread: NamedThread?
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
-    public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError) {
+    public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError)
+    {
         capture = try ALSACapture(
             PlaybackConfiguration(
                 pcm: pcm,

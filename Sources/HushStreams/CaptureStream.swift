@@ -155,6 +155,7 @@ extension Int32 {
     @inline(__always)
     init(clampingSample value: Float) {
         self =
-            value >= 2_147_483_520 ? 2_147_483_520 : (value <= -2_147_483_520 ? -2_147_483_520 : (value == value ? Int32(value) : 0))
+            value >= 2_147_483_520
+            ? 2_147_483_520 : (value <= -2_147_483_520 ? -2_147_483_520 : (value == value ? Int32(value) : 0))
     }
 }

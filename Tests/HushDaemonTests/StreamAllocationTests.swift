@@ -26,8 +26,15 @@ struct StreamAllocationTests {
 
         init(_ memory: StreamMemory) throws {
             self.memory = memory
-            guard let mapped = mmap(nil, memory.geometry.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-                memory.memoryDescriptor, 0), mapped != MAP_FAILED
+            guard
+                let mapped = mmap(
+                    nil,
+                    memory.geometry.totalBytes,
+                    PROT_READ | PROT_WRITE,
+                    MAP_SHARED,
+                    memory.memoryDescriptor,
+                    0
+                ), mapped != MAP_FAILED
             else { throw HushdTestFailure("cannot map the stream") }
             base = mapped
         }

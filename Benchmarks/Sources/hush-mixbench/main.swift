@@ -19,9 +19,9 @@
 import Foundation
 import HushAudioFile
 import HushCore
-import HushRender
 import HushMixer
 import HushProtocol
+import HushRender
 import HushStreams
 
 func seconds(_ body: () throws -> Void) rethrows -> Double {
@@ -317,11 +317,15 @@ func run(_ arguments: [String]) throws {
         for _ in 0..<count { bench.period() }
         let consumed = bench.streams.map { $0.memory.serverPosition }
         let underruns = bench.streams.map { $0.underrunFrames.load(ordering: .relaxed) }
-        print("rendered \(count) periods of \(streams) streams at \(rate) Hz; consumed \(consumed.first ?? 0) frames each, \(underruns.reduce(0, +)) frames short")
+        print(
+            "rendered \(count) periods of \(streams) streams at \(rate) Hz; consumed \(consumed.first ?? 0) frames each, \(underruns.reduce(0, +)) frames short"
+        )
     case "latency":
         for rate in [48000, 44100, 16000, 8000] {
             let lag = try StreamBench.impulseLag(rate: rate)
-            print("stream at \(rate) Hz: its impulse is \(lag) frames later in the mix than the same impulse in hushd's own voice")
+            print(
+                "stream at \(rate) Hz: its impulse is \(lag) frames later in the mix than the same impulse in hushd's own voice"
+            )
         }
     case "digest":
         let seeds = Int(arguments.count > 1 ? arguments[1] : "200") ?? 200
@@ -554,9 +558,16 @@ final class StreamBench {
             )
             let stream = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
             // A quiet noise-like ramp, so the mix does real work.
-            let base = mmap(nil, memory.geometry.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memory.memoryDescriptor, 0)!
+            let base = mmap(
+                nil,
+                memory.geometry.totalBytes,
+                PROT_READ | PROT_WRITE,
+                MAP_SHARED,
+                memory.memoryDescriptor,
+                0
+            )!
             let ring = (base + 4096).assumingMemoryBound(to: Int16.self)
-            for i in 0..<(4096 * 2) { ring[i] = Int16(truncatingIfNeeded: (i &* 2654435761) >> 20) }
+            for i in 0..<(4096 * 2) { ring[i] = Int16(truncatingIfNeeded: (i &* 2_654_435_761) >> 20) }
             streams.append(stream)
             clients.append((base, 0))
             try controller.attach(SessionID(UInt64(index + 1)), bus: .music, pull: stream.voice)
@@ -586,12 +597,24 @@ final class StreamBench {
             if stream {
                 let memory = try StreamMemory(
                     StreamGeometry(
-                        id: StreamID(1), direction: .playback, format: .floatLE, channels: 1, rate: rate,
-                        ringFrames: 8192, periodFrames: 65
+                        id: StreamID(1),
+                        direction: .playback,
+                        format: .floatLE,
+                        channels: 1,
+                        rate: rate,
+                        ringFrames: 8192,
+                        periodFrames: 65
                     )
                 )
                 let playback = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
-                let base = mmap(nil, memory.geometry.totalBytes, PROT_READ | PROT_WRITE, MAP_SHARED, memory.memoryDescriptor, 0)!
+                let base = mmap(
+                    nil,
+                    memory.geometry.totalBytes,
+                    PROT_READ | PROT_WRITE,
+                    MAP_SHARED,
+                    memory.memoryDescriptor,
+                    0
+                )!
                 let ring = (base + 4096).assumingMemoryBound(to: Float.self)
                 ring[0] = 1
                 let field = base + Self.clientFramesOffset
@@ -601,7 +624,12 @@ final class StreamBench {
             } else {
                 var samples = [Float](repeating: 0, count: 8192)
                 samples[0] = 1
-                try controller.attach(SessionID(1), bus: .music, buffer: AudioBuffer(interleaved: samples, channels: 1, sampleRate: 48000), loop: false)
+                try controller.attach(
+                    SessionID(1),
+                    bus: .music,
+                    buffer: AudioBuffer(interleaved: samples, channels: 1, sampleRate: 48000),
+                    loop: false
+                )
             }
             controller.mixer_resumeWithoutFade(SessionID(1))
             let output = UnsafeMutablePointer<Float>.allocate(capacity: 64)
