@@ -47,15 +47,7 @@ public final class CaptureStream: @unchecked Sendable {
         channels = geometry.channels
         ringFrames = UInt64(geometry.ringFrames)
         frameBytes = geometry.frameBytes
-        if geometry.rate != mixerRate {
-            do {
-                converter = try RateConverter(channels: channels, from: mixerRate, to: geometry.rate)
-            } catch {
-                throw StreamError(error.description)
-            }
-        } else {
-            converter = nil
-        }
+        converter = try StreamGeometry.converter(channels: channels, from: mixerRate, to: geometry.rate)
         mapped = .allocate(capacity: maxFrames * channels)
         mapped.initialize(repeating: 0, count: maxFrames * channels)
         convertedCapacity = Int((Double(maxFrames) * Double(geometry.rate) / Double(mixerRate)).rounded(.up)) + 64

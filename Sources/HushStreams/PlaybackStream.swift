@@ -72,15 +72,7 @@ public final class PlaybackStream: @unchecked Sendable {
         ringFrames = UInt64(geometry.ringFrames)
         frameBytes = geometry.frameBytes
         ratio = Double(mixerRate) / Double(geometry.rate)
-        if geometry.rate != mixerRate {
-            do {
-                converter = try RateConverter(channels: channels, from: geometry.rate, to: mixerRate)
-            } catch {
-                throw StreamError(error.description)
-            }
-        } else {
-            converter = nil
-        }
+        converter = try StreamGeometry.converter(channels: channels, from: geometry.rate, to: mixerRate)
         // Enough input for the largest period, with room for the converter's appetite.
         stagingCapacity = Int((Double(maxFrames) / ratio).rounded(.up)) + 64
         staging = .allocate(capacity: stagingCapacity * channels)

@@ -1,5 +1,6 @@
 import CHushWire
 import CLinux
+import HushAudioFile
 import HushCore
 
 #if canImport(Glibc)
@@ -43,6 +44,16 @@ public struct StreamGeometry: Hashable, Sendable {
     }
 
     public var frameBytes: Int { channels * format.bytes }
+
+    /// The rate converter between a stream and the mixer, or nil when their rates are the same.
+    static func converter(channels: Int, from input: Int, to output: Int) throws(StreamError) -> RateConverter? {
+        guard input != output else { return nil }
+        do {
+            return try RateConverter(channels: channels, from: input, to: output)
+        } catch {
+            throw StreamError(error.description)
+        }
+    }
     public var totalBytes: Int { Int(HUSH_WIRE_HEADER_BYTES) + ringFrames * frameBytes }
 
     /// The wire's number for the format.

@@ -545,27 +545,14 @@ final class StreamBench {
         try controller.attach(SessionID(1000), bus: .effect, buffer: stereoTone(300, seconds: 1), loop: true)
         controller.apply(.resume(SessionID(1000)))
         for index in 0..<count {
-            let memory = try StreamMemory(
-                StreamGeometry(
-                    id: StreamID(UInt64(index + 1)),
-                    direction: .playback,
-                    format: .s16LE,
-                    channels: 2,
-                    rate: rate,
-                    ringFrames: 4096,
-                    periodFrames: 65
-                )
+            let (stream, base) = try Self.playbackStream(
+                id: index + 1,
+                format: .s16LE,
+                channels: 2,
+                rate: rate,
+                ringFrames: 4096
             )
-            let stream = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
             // A quiet noise-like ramp, so the mix does real work.
-            let base = mmap(
-                nil,
-                memory.geometry.totalBytes,
-                PROT_READ | PROT_WRITE,
-                MAP_SHARED,
-                memory.memoryDescriptor,
-                0
-            )!
             let ring = (base + 4096).assumingMemoryBound(to: Int16.self)
             for i in 0..<(4096 * 2) { ring[i] = Int16(truncatingIfNeeded: (i &* 2_654_435_761) >> 20) }
             streams.append(stream)
@@ -573,6 +560,37 @@ final class StreamBench {
             try controller.attach(SessionID(UInt64(index + 1)), bus: .music, pull: stream.voice)
             controller.apply(.resume(SessionID(UInt64(index + 1))))
         }
+    }
+
+    /// A playback stream at the mixer's 48 kHz and 64-frame periods, and its memory mapped as a client maps it.
+    static func playbackStream(
+        id: Int,
+        format: StreamSampleFormat,
+        channels: Int,
+        rate: Int,
+        ringFrames: Int
+    ) throws -> (PlaybackStream, UnsafeMutableRawPointer) {
+        let memory = try StreamMemory(
+            StreamGeometry(
+                id: StreamID(UInt64(id)),
+                direction: .playback,
+                format: format,
+                channels: channels,
+                rate: rate,
+                ringFrames: ringFrames,
+                periodFrames: 65
+            )
+        )
+        let stream = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
+        let base = mmap(
+            nil,
+            memory.geometry.totalBytes,
+            PROT_READ | PROT_WRITE,
+            MAP_SHARED,
+            memory.memoryDescriptor,
+            0
+        )!
+        return (stream, base)
     }
 
     func period() {
@@ -595,26 +613,13 @@ final class StreamBench {
             let controller = MixerController(engine: engine)
             var keep: [AnyObject] = []
             if stream {
-                let memory = try StreamMemory(
-                    StreamGeometry(
-                        id: StreamID(1),
-                        direction: .playback,
-                        format: .floatLE,
-                        channels: 1,
-                        rate: rate,
-                        ringFrames: 8192,
-                        periodFrames: 65
-                    )
+                let (playback, base) = try playbackStream(
+                    id: 1,
+                    format: .floatLE,
+                    channels: 1,
+                    rate: rate,
+                    ringFrames: 8192
                 )
-                let playback = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
-                let base = mmap(
-                    nil,
-                    memory.geometry.totalBytes,
-                    PROT_READ | PROT_WRITE,
-                    MAP_SHARED,
-                    memory.memoryDescriptor,
-                    0
-                )!
                 let ring = (base + 4096).assumingMemoryBound(to: Float.self)
                 ring[0] = 1
                 let field = base + Self.clientFramesOffset
