@@ -114,7 +114,7 @@ faults: deps
 	  + 7 * $(SWEEP_SECONDS) + 4 * $(CYCLES) + 400 )) board/virtual/run-all.sh faults
 
 ## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy).
-vboard: deps
+vboard: deps alsa-plugin
 	$(SWIFT) build -c release
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 

@@ -163,6 +163,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Runs inside the virtual board too: applications' streams through the `hush` ALSA device (aplay, arecord),
+        // heard on the loopback, with hushd's microphone and its light.
+        .executableTarget(
+            name: "hush-vboard-streams",
+            dependencies: ["HushCore", "HushALSA", "HushTesting"]
+        ),
 
         // MARK: Tests.
         // Replaces the test executable's malloc and friends to count allocations per thread: the tests that hold

@@ -4,9 +4,10 @@
 #
 #   board/virtual/run-all.sh [SCENARIO ...]
 #
-# Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check program
-# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hushd and hushctl from beside it, when
-# built, and board/profiles/virtual.toml. A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
+# Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check programs
+# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hush-vboard-streams, hushd and hushctl from
+# beside it, when built; board/profiles/virtual.toml; the hush ALSA plugin (make alsa-plugin) and
+# deploy/alsa/50-hush.conf. A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
 # when that script, run on the host with the guest's second serial port log, passes too. A scenario that needs a payload file that is missing fails before booting and
 # says how to build it (see run.sh, '# vboard-payload:').
 set -uo pipefail
@@ -28,20 +29,23 @@ if ! "$here/setup.sh" >/dev/null; then
     exit 1
 fi
 
-# The payload: the check program, hushd and hushctl beside it (the output checks run 'hushd play', the e2e
-# scenario the daemon and its clients), the board profile.
+# The payload: the check programs, hushd and hushctl beside it (the output checks run 'hushd play', the e2e
+# scenario the daemon and its clients), the board profile, and the hush ALSA device (make alsa-plugin) with its
+# configuration for the streams scenario.
 rm -rf "$payload"
 mkdir -p "$payload"
 hushd="$(dirname "$check")/hushd"
 hushctl="$(dirname "$check")/hushctl"
-for program in "$check" "$hushd" "$hushctl"; do
+streams="$(dirname "$check")/hush-vboard-streams"
+plugin="$root/.build/alsa-plugin/libasound_module_pcm_hush.so"
+for program in "$check" "$hushd" "$hushctl" "$streams" "$plugin"; do
     if [ -x "$program" ]; then
         cp "$program" "$payload/"
     else
-        echo "run-all.sh: note: $program is not built (swift build); scenarios that need it will fail"
+        echo "run-all.sh: note: $program is not built (swift build; make alsa-plugin); scenarios that need it will fail"
     fi
 done
-cp "$root/board/profiles/virtual.toml" "$payload/"
+cp "$root/board/profiles/virtual.toml" "$root/deploy/alsa/50-hush.conf" "$payload/"
 # VBOARD_EXTRA_PAYLOAD=FILE adds a file (make faults: faults.conf with the long run's lengths); VBOARD_TIMEOUT=SEC
 # overrides each scenario's timeout.
 [ -z "${VBOARD_EXTRA_PAYLOAD:-}" ] || cp "$VBOARD_EXTRA_PAYLOAD" "$payload/"

@@ -1,0 +1,339 @@
+import HushCore
+import HushTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The policy's rules on aplay's streams, heard on the loopback's capture side (docs/policy.md): R1 (silenced, yet
+// consumed at the real rate), R6/R8/R9 (held by a ringtone, released when it ends with notifyOthers, also when its
+// client is killed, held on without notifyOthers), R5/R11 (an unplug holds the music before a sample reaches the
+// speaker; a media key releases and pauses it), R7/R10 (a duck, undone by kill -9 of its client). A held stream is
+// not consumed: its aplay takes the hold's length longer, every frame played.
+
+/// The music tone and the ringtone's, ducking prompt's and effect's (as in the e2e checks).
+let music = 440
+let ringtone = 1500
+let prompt = 2000
+let effect = 1000
+
+/// The level of `hertz` on the speaker capture from 0.1 to 0.95 s: (quietest, loudest) 50 ms window.
+func heard(_ hertz: Int, _ samples: [Float]) -> (min: Double, max: Double) {
+    levels(Double(hertz), samples, from: 0.1, to: 0.95)
+}
+
+/// A level for messages: "-30.03".
+func db(_ level: Double) -> String { twoDecimals(level) }
+
+/// The quietest and loudest window for messages: "-44.03 to -44.02".
+func db(_ levels: (min: Double, max: Double)) -> String { "\(twoDecimals(levels.min)) to \(twoDecimals(levels.max))" }
+
+func pressPlayPause() throws {
+    guard let keys = virtualKeys else { throw CheckFailure("no uinput keys device") }
+    try keys.key(.playPause, pressed: true)
+    try keys.key(.playPause, pressed: false)
+}
+
+/// Ends every application still running (a check's leftovers), and waits until hushd has no stream.
+func endAll(_ applications: [Application?]) {
+    for application in applications.compactMap({ $0 }) where application.isRunning {
+        application.signal(SIGTERM)
+        application.finish(within: 5)
+    }
+    _ = try? waitUntil("every stream gone", seconds: 5) { streams().isEmpty }
+    sleep(.milliseconds(300))
+}
+
+/// The level of `hertz` in every 50 ms window from `from` to `to` seconds of `recording` (nil when the window is
+/// empty: a story that ran too late to judge).
+func span(_ hertz: Int, _ recording: Recording, from: Double, to: Double) -> (min: Double, max: Double)? {
+    guard to - from >= 0.1 else { return nil }
+    return levels(Double(hertz), recording.samples, from: from, to: to)
+}
+
+/// Whether `levels` sit at `level` (±1.5 dB) throughout.
+func at(_ level: Double, _ levels: (min: Double, max: Double)?) -> Bool {
+    guard let levels else { return false }
+    return abs(levels.min - level) < 1.5 && abs(levels.max - level) < 1.5
+}
+
+/// Whether no window of `levels` carries the tone.
+func silent(_ levels: (min: Double, max: Double)?) -> Bool { (levels?.max ?? 0) < -80 }
+
+func db(_ levels: (min: Double, max: Double)?) -> String { levels.map(db) ?? "(too short to judge)" }
+
+let playbackChecks: [Check] = [
+    Check(name: "streams-silence-switch-mutes-ambient-streams-which-end-on-time") {
+        let switchLine = try SimLine("silence-switch")
+        let alertLight = try SimLine("led")
+        var applications: [Application?] = []
+        defer {
+            try? switchLine.set(active: false)
+            endAll(applications)
+        }
+        try switchLine.set(active: true)
+        try waitUntil("the switch reads silent") {
+            (try? hushdStatus.status())?["silenceSwitch"] as? String == "silent"
+        }
+        // Music (playback) keeps sounding under the switch, and shows that the output works meanwhile.
+        let player = try aplay("hush:music", try ToneFile.make(music, 60))
+        applications.append(player)
+        try waitForStream(player, "running")
+        let effectFile = try ToneFile.make(effect, 3)
+        let ringFile = try ToneFile.make(ringtone, 3)
+        try judge("silenced effect and ringtone") {
+            let before = try outputXruns()
+            let effects = try aplay("hush:effects", effectFile)
+            let ring = try aplay("hush:CATEGORY=soloAmbient,BUS=ringer", ringFile)
+            applications += [effects, ring]
+            let running = try waitForStreams([effects, ring], "running")
+            let light = alertLight.value ?? "?"
+            let take = try listen(to: [speakerCapture], seconds: 1)
+            let ended = [effects.finish(within: 10), ring.finish(within: 10)]
+            let took = zip(running, ended).map { start, end in end.map { seconds(from: start, to: $0.at) } ?? -1 }
+            let samples = take.recordings[0].samples
+            let levels = (music: heard(music, samples), effect: heard(effect, samples), ring: heard(ringtone, samples))
+            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)))
+            judged.report = [
+                "  silenced: music \(db(levels.music)) dBFS, the effect \(db(levels.effect.max)), the ringtone "
+                    + "\(db(levels.ring.max)); 3 s files played in \(took.map(twoDecimals)) s once running; alert "
+                    + "light \(light) while the silenced ringtone played (R16)"
+            ]
+            for (application, result) in zip([effects, ring], ended) {
+                judged.expect(result?.status == 0, "\(application.name) failed or hung: \(application.text)")
+            }
+            judged.expect(at(expectedLevel(step: 8), levels.music), "the music sounds: \(levels.music)")
+            judged.expect(silent(levels.effect), "R1: the ambient stream is silenced: \(levels.effect)")
+            judged.expect(silent(levels.ring), "R1: the soloAmbient stream is silenced: \(levels.ring)")
+            judged.expect(took.allSatisfy { $0 > 2.9 && $0 < 3.6 }, "consumed at the real rate: 3 s took \(took) s")
+            judged.expect(light == "1", "R16: the alert light is on while a silenced ringtone plays: \(light)")
+            return judged
+        }
+    },
+    Check(name: "streams-ringtone-interrupts-aplay-music-held-and-released") {
+        var applications: [Application?] = []
+        defer { endAll(applications) }
+        // 10 s of music (a 44.1 kHz mono file: hushd converts it), interrupted by a 2 s ringtone that ends by itself:
+        // the end of its stream deactivates its session with notifyOthers (R10), the interruption was resumable
+        // (R8: the ringer bus) and the music resumes (R9). One take is the whole story, heard on the speaker, its
+        // windows placed where the status saw each change; then aplay's length: the hold's longer, nothing skipped.
+        let musicFile = try ToneFile.make(music, 10, rate: 44100, channels: 1)
+        let ringFile = try ToneFile.make(ringtone, 2)
+        try judge("the ringtone's interruption") {
+            endAll(applications)
+            let player = try aplay("hush:music", musicFile)
+            applications.append(player)
+            let running = try waitForStream(player, "running")
+            let before = try outputXruns()
+            var marks: (held: Instant, ringing: Instant, rang: (status: Int32, at: Instant)?, resumed: Instant)?
+            let take = try listen(
+                to: [speakerCapture],
+                seconds: 5.5,
+                while: [
+                    (
+                        1.0, "the ringtone",
+                        {
+                            let ring = try aplay("hush:ringtone", ringFile)
+                            applications.append(ring)
+                            let held = try waitForStream(player, "held", seconds: 5)
+                            let ringing = try waitForStream(ring, "running", seconds: 5)
+                            let rang = ring.finish(within: 6)
+                            let resumed = try waitForStream(player, "running", seconds: 5)
+                            marks = (held, ringing, rang, resumed)
+                        }
+                    )
+                ]
+            )
+            let result = player.finish(within: 30)
+            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)))
+            guard let marks, let rang = marks.rang else {
+                judged.problems.append("the ringtone's aplay did not end")
+                return judged
+            }
+            let recording = take.recordings[0]
+            let (held, ringing, ended, resumed) = (
+                recording.seconds(at: marks.held), recording.seconds(at: marks.ringing),
+                recording.seconds(at: rang.at), recording.seconds(at: marks.resumed)
+            )
+            let musicBefore = span(music, recording, from: 0.3, to: held - 0.05)
+            let musicHeld = span(music, recording, from: held + 0.1, to: resumed - 0.05)
+            let ringHeard = span(ringtone, recording, from: ringing + 0.2, to: ended - 0.3)
+            let musicAfter = span(music, recording, from: resumed + 0.3, to: 5.5)
+            let hold = seconds(from: marks.held, to: marks.resumed)
+            let played = result.map { seconds(from: running, to: $0.at) - hold } ?? -1
+            judged.report = [
+                "  music \(db(musicBefore)) dBFS; held at \(twoDecimals(held)) s by the ringtone (\(db(ringHeard)) "
+                    + "dBFS), the music meanwhile \(db(musicHeld)); the ringtone's aplay ended at \(twoDecimals(ended)) s, "
+                    + "the music released \(ms(marks.resumed, rang.at)) later: \(db(musicAfter)) dBFS; held "
+                    + "\(twoDecimals(hold)) s, the 10 s file took \(twoDecimals(played)) s of playing time"
+            ]
+            judged.expect(rang.status == 0, "the ringtone's aplay failed")
+            judged.expect(result?.status == 0, "the music's aplay: \(player.text)")
+            judged.expect(at(expectedLevel(step: 8), musicBefore), "the music before: \(db(musicBefore))")
+            judged.expect(silent(musicHeld), "R6: the ringtone holds the music: \(db(musicHeld))")
+            judged.expect(at(expectedLevel(step: 10), ringHeard), "the ringtone sounds: \(db(ringHeard))")
+            judged.expect(at(expectedLevel(step: 8), musicAfter), "R9: the music resumes: \(db(musicAfter))")
+            judged.expect(played > 9.9 && played < 10.6, "held, not consumed: 10 s of music took \(played) s")
+            return judged
+        }
+
+        // kill -9 of a ringtone's client ends its session as R10 says: the interruption ends, resumable.
+        let second = try aplay("hush:music", try ToneFile.make(music, 60))
+        applications.append(second)
+        try waitForStream(second, "running")
+        let endless = try aplay("hush:ringtone", try ToneFile.make(ringtone, 60))
+        applications.append(endless)
+        try waitForStream(second, "held")
+        try waitForStream(endless, "running")
+        let held = heard(music, try capture("the music held by an endless ringtone")).max
+        let killed = monotonicNow()
+        endless.signal(SIGKILL)
+        let released = try waitForStream(second, "running")
+        let afterKill = heard(music, try capture("the music after the ringtone's client was killed")).min
+        print(
+            "  an endless ringtone: the music \(db(held)) dBFS; kill -9 of its aplay: the music released "
+                + "\(ms(released, killed)) later, \(db(afterKill)) dBFS"
+        )
+        try require(held < -80, "R6: held by the ringtone: \(held)")
+        try require(abs(afterKill - expectedLevel(step: 8)) < 1.5, "R10: the music resumes: \(afterKill)")
+
+        // A session of the control protocol's (as a ringtone app would have) deactivated with notifyOthers: the
+        // music resumes (R8, R9); without notifyOthers the interruption ends without resumption: it stays held.
+        let console = ControlConnection()
+        defer { console.disconnect() }
+        func ring() throws -> Int {
+            let reply = try console.call(
+                #""command":"activate","bus":"ringer","category":"soloAmbient","transient":true,"name":"ringtone""#
+            )
+            guard let session = reply["session"] as? Int else {
+                throw CheckFailure("activate gave no session: \(reply)")
+            }
+            _ = try console.call(#""command":"play","session":\#(session),"tone":\#(ringtone),"loop":true"#)
+            try waitForStream(second, "held")
+            return session
+        }
+        let notifying = try ring()
+        let deactivated = monotonicNow()
+        _ = try console.call(#""command":"deactivate","session":\#(notifying),"notifyOthers":true"#)
+        let resumed = try waitForStream(second, "running")
+        let afterNotify = heard(music, try capture("the music after a deactivate with notifyOthers")).min
+        print(
+            "  a ringtone session deactivated with notifyOthers: the music released \(ms(resumed, deactivated)) later, "
+                + "\(db(afterNotify)) dBFS"
+        )
+        try require(abs(afterNotify - expectedLevel(step: 8)) < 1.5, "R9: the music resumes: \(afterNotify)")
+        let session = try ring()
+        _ = try console.call(#""command":"deactivate","session":\#(session)"#)
+        try waitUntil("the ringtone's session gone") {
+            let sessions = (try? hushdStatus.status())?["sessions"] as? [[String: Any]] ?? []
+            return !sessions.contains { $0["id"] as? Int == session }
+        }
+        sleep(.milliseconds(1000))
+        let stillHeld = heard(music, try capture("the music after a deactivate without notifyOthers")).max
+        let stateNow = state(of: second) ?? "gone"
+        print("  after a deactivate without notifyOthers: the music \(stateNow), \(db(stillHeld)) dBFS 1 s later")
+        try require(stateNow == "held", "R8: without notifyOthers the music stays held: \(stateNow)")
+        try require(stillHeld < -80, "and silent: \(stillHeld)")
+        try require(second.isRunning, "its aplay waits, as on a paused device")
+    },
+    Check(name: "streams-unplug-holds-aplay-before-a-sample-reaches-the-speaker") {
+        var applications: [Application?] = []
+        defer {
+            try? setJack(false)
+            endAll(applications)
+        }
+        // One take is the whole story: music on the headphones; unplugged (R5: held before a sample reaches the
+        // speaker); play/pause releases it on the speaker (R11); play/pause pauses it, play/pause resumes it. Then
+        // aplay's length: the holds' longer, nothing skipped.
+        let file = try ToneFile.make(music, 6)
+        try judge("the unplug under aplay's music") {
+            endAll(applications)
+            try setJack(true)
+            try waitUntil("the route on the headphones") {
+                (try? hushdStatus.status())?["route"] as? String == "headphones"
+            }
+            let player = try aplay("hush:music", file)
+            applications.append(player)
+            let running = try waitForStream(player, "running")
+            let before = try outputXruns()
+            var states: [String] = []
+            let take = try listen(
+                to: [speakerCapture, headphonesCapture],
+                seconds: 6,
+                while: [
+                    (1.0, "unplug", { try setJack(false) }),
+                    (1.8, "read the stream's state", { states.append(state(of: player) ?? "gone") }),
+                    (2.5, "play/pause (release)", { try pressPlayPause() }),
+                    (3.5, "play/pause (pause)", { try pressPlayPause() }),
+                    (4.0, "read the stream's state", { states.append(state(of: player) ?? "gone") }),
+                    (4.5, "play/pause (resume)", { try pressPlayPause() }),
+                ]
+            )
+            let result = player.finish(within: 30)
+            let (speaker, headphones) = (take.recordings[0], take.recordings[1])
+            let (unplug, release, pause, resume) = (take.actedAt(0), take.actedAt(2), take.actedAt(3), take.actedAt(5))
+            // The headphones' capture started a little apart from the speaker's: its own clock places the actions.
+            let shift = headphones.seconds(at: speaker.start)
+            let onHeadphones = span(music, headphones, from: 0.3 + shift, to: unplug + shift - 0.05)
+            // Not one 50 ms window of music on the speaker from the unplug to the key (R5 pauses before the route
+            // moves), as the e2e check judges it against the jack event's time.
+            let afterUnplug = span(music, speaker, from: unplug, to: release)
+            let released = span(music, speaker, from: release + 0.4, to: pause - 0.05)
+            let paused = span(music, speaker, from: pause + 0.1, to: resume)
+            let resumed = span(music, speaker, from: resume + 0.4, to: 6)
+            let holds = (release - unplug) + (resume - pause)
+            let played = result.map { seconds(from: running, to: $0.at) - holds } ?? -1
+            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)))
+            judged.report = [
+                "  music on the headphones \(db(onHeadphones)) dBFS; on the speaker after the unplug "
+                    + "\(db(afterUnplug)) (stream \(states.first ?? "?")), after play/pause \(db(released)), paused "
+                    + "by play/pause \(db(paused)) (stream \(states.last ?? "?")), resumed \(db(resumed)); held "
+                    + "\(twoDecimals(holds)) s in all, the 6 s file took \(twoDecimals(played)) s of playing time"
+            ]
+            let level = expectedLevel(step: 8)
+            judged.expect(at(level, onHeadphones), "music on the headphones: \(db(onHeadphones))")
+            judged.expect(silent(afterUnplug), "R5: music reached the speaker after the unplug: \(db(afterUnplug))")
+            judged.expect(states.first == "held", "R5: the unplug holds the stream: \(states)")
+            judged.expect(at(level, released), "R11: play/pause releases it: \(db(released))")
+            judged.expect(silent(paused), "R11: play/pause pauses it: \(db(paused))")
+            judged.expect(states.last == "paused", "R11: the stream paused by the key: \(states)")
+            judged.expect(at(level, resumed), "R11: play/pause resumes it: \(db(resumed))")
+            judged.expect(result?.status == 0, "aplay: \(player.text)")
+            judged.expect(played > 5.85 && played < 6.6, "held, not consumed: 6 s of music took \(played) s")
+            return judged
+        }
+    },
+    Check(name: "streams-duck-and-kill-9-of-the-ducking-client") {
+        var applications: [Application?] = []
+        defer { endAll(applications) }
+        let player = try aplay("hush:music", try ToneFile.make(music, 60))
+        applications.append(player)
+        try waitForStream(player, "running")
+        let before = heard(music, try capture("the music before the duck")).min
+        let ducker = try aplay(
+            "hush:CATEGORY=playback,OPTIONS=duckOthers,NAME=prompt",
+            try ToneFile.make(prompt, 60, rate: 16000, channels: 1)
+        )
+        applications.append(ducker)
+        try waitForStream(ducker, "running")
+        sleep(.milliseconds(300))  // the 100 ms attack
+        let ducking = try capture("the ducked music")
+        let playerState = state(of: player) ?? "gone"
+        let killed = monotonicNow()
+        ducker.signal(SIGKILL)
+        ducker.finish(within: 5)
+        let gone = try waitUntil("the prompt's stream gone") { stream(of: ducker) == nil }
+        sleep(.milliseconds(700))  // the 500 ms release
+        let restored = heard(music, try capture("the music after the ducking client was killed")).min
+        let ducked = heard(music, ducking)
+        print(
+            "  music \(db(before)), ducked \(db(ducked)) (the prompt \(db(heard(prompt, ducking).min)), the music "
+                + "\(playerState)), after kill -9 of the prompt's aplay (its stream gone \(ms(gone, killed)) later) "
+                + "\(db(restored)) dBFS"
+        )
+        try require(playerState == "running", "a duck is not an interruption: the music \(playerState)")
+        try require(abs(ducked.max - (before - 14)) < 1.5, "R7: ducked by 14 dB: \(before) → \(ducked)")
+        try require(abs(heard(prompt, ducking).min - expectedLevel(step: 8)) < 1.5, "the prompt sounds")
+        try require(abs(restored - before) < 1, "R10: the killed client's duck is undone: \(restored)")
+    },
+]

@@ -1,0 +1,37 @@
+// hush-vboard-streams: applications' own audio through the `hush` ALSA device, on the virtual board
+// (board/virtual/scenarios/streams.sh). hushd runs as on a board, on the virtual profile with a microphone (the
+// loopback) and its light (a gpio-sim line); unmodified aplay and arecord play and record through the device; what
+// they do is judged on the loopback's capture side, in the files arecord writes, by how long the applications take,
+// and by hushd's status. docs/virtual-board.md, "The streams scenario".
+//
+// usage: hush-vboard-streams [CHECK ...]   (every check, in order: the first starts hushd, the others build on it;
+//                                          names: the first and those)
+//        hush-vboard-streams --list
+
+import HushTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let checks = startChecks + microphoneChecks + playbackChecks + endingChecks
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == ["--list"] {
+    for check in checks { print(check.name) }
+    exit(0)
+}
+// Names run those checks only, after the first (which starts hushd): for looking into one.
+let unknown = arguments.filter { name in !checks.contains { $0.name == name } }
+guard unknown.isEmpty else {
+    print("unknown check(s): \(unknown.joined(separator: ", ")); --list shows them")
+    exit(64)
+}
+let selected = arguments.isEmpty ? checks : [checks[0]] + checks.dropFirst().filter { arguments.contains($0.name) }
+let passed = runChecks(selected)
+microphoneTone?.stop()
+if let stallWatch {
+    print("the emulated machine's CPUs meanwhile: \(stallWatch.summary)")
+    stallWatch.stop()
+}
+stopHushd()
+exit(passed ? 0 : 1)
