@@ -98,7 +98,7 @@ let microphoneChecks: [Check] = [
     Check(name: "streams-recorder-hears-the-microphone-and-the-light-shows-it") {
         for device in ["hush:CATEGORY=record", "hush:CATEGORY=playAndRecord"] {
             let file = "/tmp/microphone.raw"
-            let (report, problems) = try measure("the microphone through \(device)") {
+            try judge("the microphone through \(device)") {
                 let recorder = try arecord(device, file, seconds: 3)
                 let running = try waitForStream(recorder, "running")
                 let before = try underrunsNow()
@@ -114,35 +114,31 @@ let microphoneChecks: [Check] = [
                 let took = result.map { seconds(from: running, to: $0.at) } ?? -1
                 let tone = microphoneHeard(samples, from: 0.3, to: 2.9)
                 let holes = gaps(in: samples, from: 0.3, to: 2.9)
-                let report =
+                var judged = Judged(disturbances: disturbances)
+                judged.report = [
                     "  \(device): \(samples.count) frames in \(twoDecimals(took)) s, the tone at "
-                    + "\(twoDecimals(tone.hertz)) Hz, \(twoDecimals(tone.quietest)) to \(twoDecimals(tone.loudest)) dBFS "
-                    + "(played at \(twoDecimals(toneLevel))), gaps in it: \(holes); light on \(ms(lit, running)) after the stream ran, out "
-                    + "\(ms(out, result?.at ?? out)) after arecord ended; status while recording: microphone "
-                    + "\(holders.listed), streams hearing \(holders.hearing); after: \(after.listed)"
-                var problems: [String] = []
-                func check(_ condition: Bool, _ message: String) { if !condition { problems.append(message) } }
-                check(result?.status == 0, "\(device): arecord failed: \(recorder.text)")
-                check(samples.count == 3 * recordRate, "\(device): 3 s gave \(samples.count) frames")
-                check(took > 2.9 && took < 3.6, "\(device): 3 s at the real rate took \(twoDecimals(took)) s")
-                check(abs(tone.hertz - MicrophoneTone.hertz) < 1, "\(device): the tone at \(tone.hertz) Hz")
-                check(
+                        + "\(twoDecimals(tone.hertz)) Hz, \(twoDecimals(tone.quietest)) to \(twoDecimals(tone.loudest)) dBFS "
+                        + "(played at \(twoDecimals(toneLevel))), gaps in it: \(holes); light on \(ms(lit, running)) after the stream ran, out "
+                        + "\(ms(out, result?.at ?? out)) after arecord ended; status while recording: microphone "
+                        + "\(holders.listed), streams hearing \(holders.hearing); after: \(after.listed)"
+                ]
+                judged.expect(result?.status == 0, "\(device): arecord failed: \(recorder.text)")
+                judged.expect(samples.count == 3 * recordRate, "\(device): 3 s gave \(samples.count) frames")
+                judged.expect(took > 2.9 && took < 3.6, "\(device): 3 s at the real rate took \(twoDecimals(took)) s")
+                judged.expect(abs(tone.hertz - MicrophoneTone.hertz) < 1, "\(device): the tone at \(tone.hertz) Hz")
+                judged.expect(
                     abs(tone.quietest - toneLevel) < 1 && abs(tone.loudest - toneLevel) < 1,
                     "\(device): the tone's level \(tone.quietest) to \(tone.loudest) dBFS, played at \(toneLevel) "
                         + "(the microphone's tone: \(microphoneTone?.summary ?? "none"))"
                 )
-                check(holes.isEmpty, "\(device): the microphone's tone has gaps at \(holes)")
-                check(
+                judged.expect(holes.isEmpty, "\(device): the microphone's tone has gaps at \(holes)")
+                judged.expect(
                     holders.listed == [id] && holders.hearing == [id],
                     "\(device): status names stream \(id) as the microphone's holder: \(holders)"
                 )
-                check(after.listed.isEmpty, "\(device): nobody holds the microphone after: \(after)")
-                // A stall of the machine can spoil a level or a length, never make a wrong one right: a take is
-                // taken again only when it fails and was disturbed.
-                return ((report, problems), problems.isEmpty ? [] : disturbances)
+                judged.expect(after.listed.isEmpty, "\(device): nobody holds the microphone after: \(after)")
+                return judged
             }
-            print(report)
-            if let problem = problems.first { throw CheckFailure(problem) }
         }
     },
     Check(name: "streams-interrupted-recorder-gets-silence-and-stays-silent") {
@@ -152,7 +148,7 @@ let microphoneChecks: [Check] = [
         // recorder's file, by the times its frames were made.
         let ring = try ToneFile.make(1500, 2)
         let length = 12
-        let (report, problems) = try measure("the interrupted recorder") {
+        try judge("the interrupted recorder") {
             let first = try arecord("hush:CATEGORY=record", "/tmp/first.raw", seconds: length)
             let running = try waitForStream(first, "running")
             let before = try underrunsNow()
@@ -207,7 +203,8 @@ let microphoneChecks: [Check] = [
             let holes =
                 gaps(in: samples, from: 0.3, to: heldAt - 0.3)
                 + gaps(in: secondSamples, from: 0.3, to: secondLength - 0.2)
-            let report = [
+            var judged = Judged(disturbances: disturbances)
+            judged.report = [
                 "  first recorder: \(samples.count) frames in \(twoDecimals(took)) s; the tone "
                     + "\(twoDecimals(tone.quietest)) to \(twoDecimals(tone.loudest)) dBFS at \(twoDecimals(tone.hertz)) Hz "
                     + "until the ringtone; held \(twoDecimals(heldAt)) s in, the tone gone from its frames at "
@@ -224,37 +221,39 @@ let microphoneChecks: [Check] = [
                     + "\(twoDecimals(secondTone.loudest)) dBFS at \(twoDecimals(secondTone.hertz)) Hz; gaps in the tone "
                     + "(both recorders): \(holes)",
             ]
-            var problems: [String] = []
-            func check(_ condition: Bool, _ message: String) { if !condition { problems.append(message) } }
-            check(result?.status == 0, "the first recorder failed: \(first.text)")
-            check(samples.count == length * recordRate, "\(length) s gave \(samples.count) frames")
-            check(
+            judged.expect(result?.status == 0, "the first recorder failed: \(first.text)")
+            judged.expect(samples.count == length * recordRate, "\(length) s gave \(samples.count) frames")
+            judged.expect(
                 took > Double(length) - 0.1 && took < Double(length) + 0.6,
                 "silence at the real rate: \(length) s took \(twoDecimals(took)) s"
             )
-            check(abs(tone.quietest - toneLevel) < 1, "the first recorder heard the microphone: \(tone)")
-            check(holes.isEmpty, "the microphone's tone has gaps (first recorder, then second): \(holes)")
-            check(
+            judged.expect(abs(tone.quietest - toneLevel) < 1, "the first recorder heard the microphone: \(tone)")
+            judged.expect(holes.isEmpty, "the microphone's tone has gaps (first recorder, then second): \(holes)")
+            judged.expect(
                 abs(stoppedAt - heldAt) < 0.25,
                 "the microphone left the recorder when it was held (\(heldAt) s), not at \(stoppedAt) s"
             )
-            check(silence.loudest < -80, "silence while interrupted and after (R6, R9): \(silence)")
-            check(afterRingSilence.loudest < -80, "still silent after the ringtone ended (R9): \(afterRingSilence)")
-            check(secondAt < Double(length) - 1, "the second recorder ran while the first still recorded")
-            check(during.listed.isEmpty, "nobody holds the microphone during the ringtone: \(during)")
-            check(
+            judged.expect(silence.loudest < -80, "silence while interrupted and after (R6, R9): \(silence)")
+            judged.expect(
+                afterRingSilence.loudest < -80,
+                "still silent after the ringtone ended (R9): \(afterRingSilence)"
+            )
+            judged.expect(secondAt < Double(length) - 1, "the second recorder ran while the first still recorded")
+            judged.expect(during.listed.isEmpty, "nobody holds the microphone during the ringtone: \(during)")
+            judged.expect(
                 afterRing.light == "0" && afterRing.holders.listed.isEmpty,
                 "the microphone stays off after the ringtone: light \(afterRing.light), \(afterRing.holders)"
             )
-            check(
+            judged.expect(
                 both.listed == [secondID] && both.hearing == [secondID],
                 "only the second recorder (\(secondID)) holds the microphone: \(both)"
             )
-            check(abs(secondTone.quietest - toneLevel) < 1, "the second recorder heard the microphone: \(secondTone)")
-            check(afterKill.listed.isEmpty, "nobody holds the microphone after the kill -9: \(afterKill)")
-            return ((report, problems), problems.isEmpty ? [] : disturbances)
+            judged.expect(
+                abs(secondTone.quietest - toneLevel) < 1,
+                "the second recorder heard the microphone: \(secondTone)"
+            )
+            judged.expect(afterKill.listed.isEmpty, "nobody holds the microphone after the kill -9: \(afterKill)")
+            return judged
         }
-        for line in report { print(line) }
-        if let problem = problems.first { throw CheckFailure(problem) }
     },
 ]
