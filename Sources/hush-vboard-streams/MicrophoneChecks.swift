@@ -84,6 +84,19 @@ func microphoneSilence(_ samples: [Float], from: Double, to: Double) -> (loudest
     return (levels.max() ?? -240, samples[a..<b].map(abs).max() ?? 0)
 }
 
+/// When the microphone light first read `value` (looking every 2 ms for up to 2 s), or nil if it never did.
+func light(becomes value: String) -> Instant? {
+    let deadline = monotonicNow() + .seconds(2)
+    while monotonicNow() < deadline {
+        if lightValue() == value { return monotonicNow() }
+        sleep(.milliseconds(2))
+    }
+    return nil
+}
+
+/// From `start` to `end` for messages; "never" when the light never changed.
+func ms(_ end: Instant?, _ start: Instant) -> String { end.map { ms($0, start) } ?? "never" }
+
 /// The microphone holders hushd lists in status, and which streams say they hear it.
 func microphoneHolders() throws -> (listed: [Int], hearing: [Int]) {
     let state = try hushdStatus.status()
@@ -102,13 +115,13 @@ let microphoneChecks: [Check] = [
                 let recorder = try arecord(device, file, seconds: 3)
                 let running = try waitForStream(recorder, "running")
                 let before = try underrunsNow()
-                let lit = try waitUntil("the microphone light on", seconds: 2) { lightValue() == "1" }
+                let lit = light(becomes: "1")
                 sleep(.milliseconds(300))
                 let id = stream(of: recorder)?.stream["id"] as? Int ?? -1
                 let holders = try microphoneHolders()
                 let result = recorder.finish(within: 10)
                 let disturbances = try microphoneDisturbances(since: before, recorders: [recorder])
-                let out = try waitUntil("the microphone light out", seconds: 2) { lightValue() == "0" }
+                let out = light(becomes: "0")
                 let after = try microphoneHolders()
                 let samples = readRecording(file)
                 let took = result.map { seconds(from: running, to: $0.at) } ?? -1
@@ -119,24 +132,35 @@ let microphoneChecks: [Check] = [
                     "  \(device): \(samples.count) frames in \(twoDecimals(took)) s, the tone at "
                         + "\(twoDecimals(tone.hertz)) Hz, \(twoDecimals(tone.quietest)) to \(twoDecimals(tone.loudest)) dBFS "
                         + "(played at \(twoDecimals(toneLevel))), gaps in it: \(holes); light on \(ms(lit, running)) after the stream ran, out "
-                        + "\(ms(out, result?.at ?? out)) after arecord ended; status while recording: microphone "
+                        + "\(ms(out, result?.at ?? running)) after arecord ended; status while recording: microphone "
                         + "\(holders.listed), streams hearing \(holders.hearing); after: \(after.listed)"
                 ]
                 judged.expect(result?.status == 0, "\(device): arecord failed: \(recorder.text)")
                 judged.expect(samples.count == 3 * recordRate, "\(device): 3 s gave \(samples.count) frames")
-                judged.expect(took > 2.9 && took < 3.6, "\(device): 3 s at the real rate took \(twoDecimals(took)) s")
-                judged.expect(abs(tone.hertz - MicrophoneTone.hertz) < 1, "\(device): the tone at \(tone.hertz) Hz")
+                judged.expect(
+                    took > 2.9 && took < 3.6,
+                    "\(device): 3 s at the real rate took \(twoDecimals(took)) s",
+                    stall: true
+                )
+                judged.expect(
+                    abs(tone.hertz - MicrophoneTone.hertz) < 1,
+                    "\(device): the tone at \(tone.hertz) Hz",
+                    stall: true
+                )
                 judged.expect(
                     abs(tone.quietest - toneLevel) < 1 && abs(tone.loudest - toneLevel) < 1,
                     "\(device): the tone's level \(tone.quietest) to \(tone.loudest) dBFS, played at \(toneLevel) "
-                        + "(the microphone's tone: \(microphoneTone?.summary ?? "none"))"
+                        + "(the microphone's tone: \(microphoneTone?.summary ?? "none"))",
+                    stall: true
                 )
-                judged.expect(holes.isEmpty, "\(device): the microphone's tone has gaps at \(holes)")
+                judged.expect(holes.isEmpty, "\(device): the microphone's tone has gaps at \(holes)", stall: true)
                 judged.expect(
                     holders.listed == [id] && holders.hearing == [id],
                     "\(device): status names stream \(id) as the microphone's holder: \(holders)"
                 )
                 judged.expect(after.listed.isEmpty, "\(device): nobody holds the microphone after: \(after)")
+                judged.expect(lit != nil, "\(device): the microphone light is lit while it records")
+                judged.expect(out != nil, "\(device): the microphone light goes out after")
                 return judged
             }
         }
@@ -152,19 +176,19 @@ let microphoneChecks: [Check] = [
             let first = try arecord("hush:CATEGORY=record", "/tmp/first.raw", seconds: length)
             let running = try waitForStream(first, "running")
             let before = try underrunsNow()
-            let lit = try waitUntil("the light on for the first recorder", seconds: 2) { lightValue() == "1" }
+            let lit = light(becomes: "1")
             sleep(.milliseconds(1500))
             let ringtone = try aplay("hush:ringtone", ring)
             let held = try waitForStream(first, "held")
             let ringing = try waitForStream(ringtone, "running")
-            let out = try waitUntil("the light out during the ringtone", seconds: 2) { lightValue() == "0" }
+            let out = light(becomes: "0")
             let during = try microphoneHolders()
             let rang = ringtone.finish(within: 10)
             sleep(.milliseconds(1500))
             let afterRing = (state: state(of: first), light: lightValue(), holders: try microphoneHolders())
             let second = try arecord("hush:CATEGORY=record", "/tmp/second.raw", seconds: nil)
             let secondRunning = try waitForStream(second, "running")
-            let secondLit = try waitUntil("the light on for the second recorder", seconds: 2) { lightValue() == "1" }
+            let secondLit = light(becomes: "1")
             let firstID = stream(of: first)?.stream["id"] as? Int ?? -1
             let secondID = stream(of: second)?.stream["id"] as? Int ?? -1
             let both = try microphoneHolders()
@@ -173,7 +197,7 @@ let microphoneChecks: [Check] = [
             let killed = monotonicNow()
             second.signal(SIGKILL)
             second.finish(within: 5)
-            let secondOut = try waitUntil("the light out after kill -9", seconds: 2) { lightValue() == "0" }
+            let secondOut = light(becomes: "0")
             let afterKill = try microphoneHolders()
             let result = first.finish(within: Double(length) + 5)
             let disturbances = try microphoneDisturbances(since: before, recorders: [first, second])
@@ -225,20 +249,34 @@ let microphoneChecks: [Check] = [
             judged.expect(samples.count == length * recordRate, "\(length) s gave \(samples.count) frames")
             judged.expect(
                 took > Double(length) - 0.1 && took < Double(length) + 0.6,
-                "silence at the real rate: \(length) s took \(twoDecimals(took)) s"
+                "silence at the real rate: \(length) s took \(twoDecimals(took)) s",
+                stall: true
             )
-            judged.expect(abs(tone.quietest - toneLevel) < 1, "the first recorder heard the microphone: \(tone)")
-            judged.expect(holes.isEmpty, "the microphone's tone has gaps (first recorder, then second): \(holes)")
             judged.expect(
-                abs(stoppedAt - heldAt) < 0.25,
-                "the microphone left the recorder when it was held (\(heldAt) s), not at \(stoppedAt) s"
+                abs(tone.quietest - toneLevel) < 1,
+                "the first recorder heard the microphone: \(tone)",
+                stall: true
+            )
+            judged.expect(
+                holes.isEmpty,
+                "the microphone's tone has gaps (first recorder, then second): \(holes)",
+                stall: true
             )
             judged.expect(silence.loudest < -80, "silence while interrupted and after (R6, R9): \(silence)")
+            judged.expect(
+                abs(stoppedAt - heldAt) < 0.25,
+                "the microphone left the recorder when it was held (\(heldAt) s), not at \(stoppedAt) s",
+                stall: true
+            )
             judged.expect(
                 afterRingSilence.loudest < -80,
                 "still silent after the ringtone ended (R9): \(afterRingSilence)"
             )
-            judged.expect(secondAt < Double(length) - 1, "the second recorder ran while the first still recorded")
+            judged.expect(
+                secondAt < Double(length) - 1,
+                "the second recorder ran while the first still recorded",
+                stall: true
+            )
             judged.expect(during.listed.isEmpty, "nobody holds the microphone during the ringtone: \(during)")
             judged.expect(
                 afterRing.light == "0" && afterRing.holders.listed.isEmpty,
@@ -250,9 +288,14 @@ let microphoneChecks: [Check] = [
             )
             judged.expect(
                 abs(secondTone.quietest - toneLevel) < 1,
-                "the second recorder heard the microphone: \(secondTone)"
+                "the second recorder heard the microphone: \(secondTone)",
+                stall: true
             )
             judged.expect(afterKill.listed.isEmpty, "nobody holds the microphone after the kill -9: \(afterKill)")
+            judged.expect(lit != nil, "the light is lit while the first recorder hears the microphone")
+            judged.expect(out != nil, "the light goes out while the ringtone interrupts the recorder")
+            judged.expect(secondLit != nil, "the light is lit while the second recorder hears the microphone")
+            judged.expect(secondOut != nil, "the light goes out after the kill -9 of the second recorder")
             return judged
         }
     },
