@@ -213,7 +213,14 @@ public final class Daemon {
                 periodFrames: setup.output.periodFrames,
                 periods: setup.capturePeriods ?? max(setup.output.periods, 4)
             )
-            try feeder.start()
+            // At the audio thread's priority: its reads are what the capture streams get the next period.
+            let refused = try feeder.start(realtimePriority: setup.realtimePriority)
+            if refused != 0 {
+                let text =
+                    "microphone: no real-time priority for hush-capture (\(String(cString: strerror(refused)))); "
+                    + "a busy board may leave gaps in what recorders hear; raise LimitRTPRIO"
+                logger.warning("\(text)")
+            }
             microphone = feeder
             captureRouter = CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames)
             logger.info(

@@ -49,7 +49,11 @@ public final class CaptureFeeder: @unchecked Sendable {
 
     deinit { ring.deallocate() }
 
-    public func start() throws(HardwareError) {
+    /// Starts the reading thread; with `realtimePriority` above 0 it runs SCHED_FIFO at that priority, as the
+    /// audio thread does (a microphone read late is a gap in a call). Returns the errno when the priority could
+    /// not be had (the thread then runs with normal scheduling), 0 otherwise.
+    @discardableResult
+    public func start(realtimePriority: Int32 = 0) throws(HardwareError) -> Int32 {
         running.store(true, ordering: .releasing)
         do {
             thread = try NamedThread(name: "hush-capture") { [self] in loop() }
@@ -57,6 +61,8 @@ public final class CaptureFeeder: @unchecked Sendable {
             running.store(false, ordering: .releasing)
             throw error
         }
+        guard realtimePriority > 0 else { return 0 }
+        return thread?.makeRealtime(priority: realtimePriority) ?? ESRCH
     }
 
     /// Stops the thread and waits for it.
