@@ -199,8 +199,8 @@ let package = Package(
             dependencies: [
                 "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
                 "HushAudioFile", "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput",
-                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter", "HushStreams",
-                "CHushWire",
+                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter",
+                "HushStreams", "CHushWire",
             ],
             resources: [.copy("Fixtures")]
         ),
