@@ -59,6 +59,9 @@ build: deps alsa-plugin
 ## cc builds it, not SwiftPM), and an ALSA configuration that uses it from here without installing anything:
 ##   ALSA_CONFIG_PATH=.build/alsa-plugin/asound-test.conf aplay -D hush:music song.wav
 ALSA_PLUGIN_DIR := .build/alsa-plugin
+# The C compiler: the system's cc when there is one, else the clang every Swift toolchain carries (a machine set
+# up only for Swift has no gcc).
+PLUGIN_CC ?= $(shell command -v cc 2>/dev/null || command -v clang 2>/dev/null || echo cc)
 ALSA_PLUGIN := $(ALSA_PLUGIN_DIR)/libasound_module_pcm_hush.so
 ALSA_PLUGIN_SOURCES := $(wildcard Sources/hush-alsa-plugin/*.c)
 ALSA_PLUGIN_HEADERS := $(wildcard Sources/hush-alsa-plugin/*.h) Sources/CHushWire/hush_wire.h
@@ -69,7 +72,7 @@ alsa-plugin: $(ALSA_PLUGIN) $(ALSA_PLUGIN_DIR)/asound-test.conf
 # -z defs: every symbol resolves against alsa-lib and libc now, not in the program that loads the plugin.
 $(ALSA_PLUGIN): $(ALSA_PLUGIN_SOURCES) $(ALSA_PLUGIN_HEADERS) | deps
 	@mkdir -p $(@D)
-	$(CC) -std=c11 -O2 -g -fPIC -DPIC -shared -Wall -Wextra -Werror -fvisibility=hidden \
+	$(PLUGIN_CC) -std=c11 -O2 -g -fPIC -DPIC -shared -Wall -Wextra -Werror -fvisibility=hidden \
 	  $$(pkg-config --cflags alsa) -ISources/CHushWire -Wl,-z,defs -o $@ $(ALSA_PLUGIN_SOURCES) \
 	  $$(pkg-config --libs alsa)
 
