@@ -116,8 +116,9 @@ faults: deps
 	  VBOARD_EXTRA_PAYLOAD=.build/virtual-board/faults-conf/faults.conf VBOARD_TIMEOUT=$$(( $(LOAD_SECONDS) \
 	  + 7 * $(SWEEP_SECONDS) + 4 * $(CYCLES) + 400 )) board/virtual/run-all.sh faults
 
-## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy).
-vboard: deps alsa-plugin
+## vboard: only the virtual-board scenarios (qemu with gpio-sim, uinput, snd-aloop, snd-dummy); test-tools for the apps
+## scenario's espeak-ng, GStreamer and Python.
+vboard: deps alsa-plugin test-tools
 	$(SWIFT) build -c release
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 

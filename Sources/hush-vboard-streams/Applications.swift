@@ -36,7 +36,7 @@ final class Application {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let path = "/usr/bin/\(tool)"
+        let path = tool.hasPrefix("/") ? tool : "/usr/bin/\(tool)"
         let argv = ([tool] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0

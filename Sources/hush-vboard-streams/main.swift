@@ -7,6 +7,7 @@
 // usage: hush-vboard-streams [CHECK ...]   (every check, in order: the first starts hushd, the others build on it;
 //                                          names: the first and those)
 //        hush-vboard-streams --list
+//        hush-vboard-streams --apps [CHECK ...]   (the apps scenario's checks instead: espeak-ng, GStreamer, sounddevice)
 
 import HushTesting
 
@@ -14,8 +15,10 @@ import HushTesting
 import Glibc
 #endif
 
-let checks = startChecks + microphoneChecks + playbackChecks + endingChecks
-let arguments = Array(CommandLine.arguments.dropFirst())
+var arguments = Array(CommandLine.arguments.dropFirst())
+let appsMode = arguments.first == "--apps"
+if appsMode { arguments.removeFirst() }
+let checks = appsMode ? appsChecks : startChecks + microphoneChecks + playbackChecks + endingChecks
 if arguments == ["--list"] {
     for check in checks { print(check.name) }
     exit(0)

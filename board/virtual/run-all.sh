@@ -7,7 +7,8 @@
 # Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check programs
 # hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hush-vboard-streams, hushd and hushctl from
 # beside it, when built; board/profiles/virtual.toml; the hush ALSA plugin (make alsa-plugin) and
-# deploy/alsa/50-hush.conf. A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
+# deploy/alsa/50-hush.conf; the apps scenario also gets .build/virtual-board/payload-apps/ (board/virtual/apps-payload.sh).
+# A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
 # when that script, run on the host with the guest's second serial port log, passes too. A scenario that needs a payload file that is missing fails before booting and
 # says how to build it (see run.sh, '# vboard-payload:').
 set -uo pipefail
@@ -49,6 +50,19 @@ cp "$root/board/profiles/virtual.toml" "$root/deploy/alsa/50-hush.conf" "$payloa
 # VBOARD_EXTRA_PAYLOAD=FILE adds a file (make faults: faults.conf with the long run's lengths); VBOARD_TIMEOUT=SEC
 # overrides each scenario's timeout.
 [ -z "${VBOARD_EXTRA_PAYLOAD:-}" ] || cp "$VBOARD_EXTRA_PAYLOAD" "$payload/"
+# The apps scenario's programs (espeak-ng, GStreamer, Python with sounddevice: about 110 MB with their libraries,
+# 16 s of packing) go in a payload of their own, made when a scenario that declares '# vboard-payload: apps/...'
+# runs and given to those scenarios only.
+apps_payload="$root/.build/virtual-board/payload-apps"
+rm -rf "$apps_payload"
+for scenario in "${scenarios[@]}"; do
+    if grep -q '^# vboard-payload: apps/' "$here/scenarios/$scenario.sh" 2>/dev/null; then
+        mkdir -p "$apps_payload"
+        "$here/apps-payload.sh" "$apps_payload" ||
+            echo "run-all.sh: note: board/virtual/apps-payload.sh failed; scenarios that need it will fail"
+        break
+    fi
+done
 
 passed=0
 failed=0
@@ -56,7 +70,12 @@ failures=()
 start=$(date +%s)
 for scenario in "${scenarios[@]}"; do
     after="$here/scenarios/$scenario.after"
-    if "$here/run.sh" --scenario "$scenario" --payload "$payload" ${VBOARD_TIMEOUT:+--timeout "$VBOARD_TIMEOUT"} &&
+    extra=()
+    if [ -d "$apps_payload" ] && grep -q '^# vboard-payload: apps/' "$here/scenarios/$scenario.sh" 2>/dev/null; then
+        extra=(--payload "$apps_payload")
+    fi
+    if "$here/run.sh" --scenario "$scenario" --payload "$payload" ${extra[@]+"${extra[@]}"} \
+        ${VBOARD_TIMEOUT:+--timeout "$VBOARD_TIMEOUT"} &&
         { [ ! -x "$after" ] || "$after" "$root/.build/virtual-board/logs/$scenario.ttyS1.log"; }; then
         passed=$((passed + 1))
     else

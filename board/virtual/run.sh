@@ -119,6 +119,8 @@ $(grep "not found" <<<"$listing")
 install them on the host (the guest gets its libraries from the host)"
     fi
     for library in $(grep -o '/[^ ]*' <<<"$listing"); do
+        # A library inside the rootfs already (a payload's own, found through its RUNPATH $ORIGIN) stays there.
+        [[ "$library" == "$rootfs"/* ]] && continue
         [ -e "$rootfs$library" ] && continue
         mkdir -p "$rootfs$(dirname "$library")"
         cp -L "$library" "$rootfs$library"

@@ -1,0 +1,404 @@
+import Foundation
+import HushCore
+import HushTesting
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The apps scenario (hush-vboard-streams --apps, board/virtual/scenarios/apps.sh): applications other than aplay
+// through the `hush` device on the virtual board, as ALSAApplicationsTests has them on the host, judged by what
+// the loopback's capture side heard of hushd's output. espeak-ng speaks into hush:CATEGORY=ambient (its speech
+// envelope follows its own -w WAV's; silent under the switch, ending on time), GStreamer's alsasink on hush:music
+// keeps time (the tone whole, without gaps, in real time), Python's sounddevice through Debian's PortAudio plays
+// 1 s of tone and records 1 s of silence (hushd has no microphone here). The programs come in the payload's apps/
+// (board/virtual/apps-payload.sh); the scenario sets the variables that make them find what they dlopen.
+
+let apps = "/payload/apps"
+let speechText = "The quick brown fox jumps over the lazy dog."
+
+/// What hushd's `status` said about an application's streams while it ran.
+struct AppWatch {
+    var firstRunning: Instant?
+    /// Each stream seen, as "direction category bus".
+    var streams: Set<String> = []
+}
+
+/// Polls hushd's status every 10 ms until `application` ends (at most `seconds`).
+func watch(_ application: Application, seconds: Double) -> (ended: (status: Int32, at: Instant)?, watch: AppWatch) {
+    var watch = AppWatch()
+    let deadline = monotonicNow() + .milliseconds(Int64(seconds * 1000))
+    while application.isRunning && monotonicNow() < deadline {
+        for stream in streams() where stream["pid"] as? Int == Int(application.pid) {
+            watch.streams.insert(
+                ["direction", "category", "bus"].map { stream[$0] as? String ?? "?" }.joined(separator: " ")
+            )
+            if watch.firstRunning == nil && stream["state"] as? String == "running" {
+                watch.firstRunning = monotonicNow()
+            }
+        }
+        sleep(.milliseconds(10))
+    }
+    return (application.finish(within: 0.1), watch)
+}
+
+/// hushd's log line saying that `application`'s stream ended with underruns it caused (it was late).
+func lateClient(_ application: Application) -> [String] {
+    let log = readFile("/tmp/hushd.log") ?? ""
+    return log.split(separator: "\n").filter {
+        $0.contains("(pid \(application.pid)) ended") && $0.contains("the client was late")
+    }.map { "hushd: \($0)" }
+}
+
+/// Runs `tool` with `arguments` while the speaker capture records `seconds`; the application starts 0.2 s in.
+func appTake(
+    _ tool: String,
+    _ arguments: [String],
+    seconds: Double,
+    within: Double
+) throws -> (
+    application: Application, ended: (status: Int32, at: Instant)?, watch: AppWatch, take: Take, disturbances: [String]
+) {
+    let before = try outputXruns()
+    let from = monotonicNow()
+    var application: Application?
+    var result: (ended: (status: Int32, at: Instant)?, watch: AppWatch)?
+    let take = try listen(
+        to: [speakerCapture],
+        seconds: seconds,
+        while: [
+            (
+                0.2, "start \(tool)",
+                { application = try Application(tool, arguments, name: (tool as NSString).lastPathComponent) }
+            ),
+            (0.21, "watch \(tool)", { result = watch(application!, seconds: within) }),
+        ]
+    )
+    let app = application!
+    var disturbances = take.disturbances + (try xrunsSince(before)) + lateClient(app)
+    disturbances += stallWatch?.disturbance(from: from, to: monotonicNow(), allowed: .milliseconds(20)) ?? []
+    return (app, result?.ended, result?.watch ?? AppWatch(), take, disturbances)
+}
+
+// MARK: Speech
+
+struct Biquad {
+    var b0, b1, b2, a1, a2: Double
+    var x1 = 0.0, x2 = 0.0, y1 = 0.0, y2 = 0.0
+
+    init(lowPass: Bool, hertz: Double, rate: Int) {
+        let w0 = 2 * Double.pi * hertz / Double(rate)
+        let alpha = sin(w0) / (2 * 0.5.squareRoot())
+        let c = cos(w0)
+        let a0 = 1 + alpha
+        let edge = lowPass ? (1 - c) / 2 : (1 + c) / 2
+        b0 = edge / a0
+        b1 = (lowPass ? 2 * edge : -2 * edge) / a0
+        b2 = edge / a0
+        a1 = -2 * c / a0
+        a2 = (1 - alpha) / a0
+    }
+
+    mutating func callAsFunction(_ x: Double) -> Double {
+        let y = b0 * x + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+        (x2, x1, y2, y1) = (x1, x, y1, y)
+        return y
+    }
+}
+
+/// The speech band's level (100 Hz to 4 kHz) in 20 ms windows, `perSecond` a second, in dBFS (as the host test).
+func speechLevels(_ samples: [Float], rate: Int, perSecond: Int = 50) -> [Double] {
+    var highPass = Biquad(lowPass: false, hertz: 100, rate: rate)
+    var lowPass = Biquad(lowPass: true, hertz: 4000, rate: rate)
+    var energy = [0.0]
+    energy.reserveCapacity(samples.count + 1)
+    for sample in samples {
+        let filtered = lowPass(highPass(Double(sample)))
+        energy.append(energy[energy.count - 1] + filtered * filtered)
+    }
+    let window = rate / 50
+    let count = samples.count < window ? 0 : (samples.count - window) * perSecond / rate + 1
+    return (0..<count).map { index in
+        let start = index * rate / perSecond
+        return 10 * log10(max(1e-24, (energy[start + window] - energy[start]) / Double(window)))
+    }
+}
+
+/// The windows with speech: within 40 dB of the loudest.
+func speechWindows(_ levels: [Double]) -> [Int] {
+    let loudest = levels.max() ?? -240
+    return levels.indices.filter { levels[$0] > loudest - 40 && levels[$0] > -200 }
+}
+
+func correlation(_ pairs: [(Double, Double)]) -> Double {
+    let n = Double(pairs.count)
+    guard n > 1 else { return 0 }
+    let meanX = pairs.reduce(0) { $0 + $1.0 } / n
+    let meanY = pairs.reduce(0) { $0 + $1.1 } / n
+    var xy = 0.0
+    var xx = 0.0
+    var yy = 0.0
+    for (x, y) in pairs {
+        xy += (x - meanX) * (y - meanY)
+        xx += (x - meanX) * (x - meanX)
+        yy += (y - meanY) * (y - meanY)
+    }
+    return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
+}
+
+/// The best correlation of the speech envelopes (20 ms windows every 5 ms, the mix shifted up to 50 ms).
+func envelopeCorrelation(reference: [Float], referenceRate: Int, mix: [Float], mixRate: Int) -> Double {
+    let referenceLevels = speechLevels(reference, rate: referenceRate, perSecond: 200)
+    let mixLevels = speechLevels(mix, rate: mixRate, perSecond: 200)
+    let referenceSpeech = speechWindows(referenceLevels)
+    guard let referenceFirst = referenceSpeech.first, let referenceLast = referenceSpeech.last,
+        let mixFirst = speechWindows(mixLevels).first
+    else { return 0 }
+    let referenceFloor = (referenceLevels.max() ?? -240) - 60
+    let mixFloor = (mixLevels.max() ?? -240) - 60
+    return (-10...10).map { shift in
+        correlation(
+            (referenceFirst...referenceLast).compactMap { index in
+                let other = index - referenceFirst + mixFirst + shift
+                guard other >= 0 && other < mixLevels.count else { return nil }
+                return (max(referenceLevels[index], referenceFloor), max(mixLevels[other], mixFloor))
+            }
+        )
+    }.max() ?? 0
+}
+
+/// A 16-bit PCM WAV's first channel and rate.
+func readWAV(_ path: String) throws -> (samples: [Float], rate: Int) {
+    guard let data = FileManager.default.contents(atPath: path), data.count > 44 else {
+        throw CheckFailure("cannot read \(path)")
+    }
+    let bytes = [UInt8](data)
+    func u32(_ at: Int) -> Int {
+        Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+    }
+    func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+    var offset = 12
+    var channels = 1
+    var rate = 0
+    while offset + 8 <= bytes.count {
+        let id = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
+        var size = u32(offset + 4)
+        if id == "fmt " {
+            channels = u16(offset + 10)
+            rate = u32(offset + 12)
+        } else if id == "data" {
+            // espeak-ng writes its WAV to a stream: the data chunk's size may be unset.
+            if size == 0 || size == 0xFFFF_FFFF || offset + 8 + size > bytes.count { size = bytes.count - offset - 8 }
+            var samples: [Float] = []
+            var at = offset + 8
+            while at + 2 * channels <= offset + 8 + size {
+                samples.append(Float(Int16(bitPattern: UInt16(u16(at)))) / 32767)
+                at += 2 * channels
+            }
+            return (samples, rate)
+        }
+        offset += 8 + size + (size & 1)
+    }
+    throw CheckFailure("\(path) has no data chunk")
+}
+
+func speak(silenced: Bool) throws -> Judged {
+    let switchLine = try SimLine("silence-switch")
+    defer { try? switchLine.set(active: false) }
+    if silenced {
+        try switchLine.set(active: true)
+        try waitUntil("the switch reads silent") {
+            (try? hushdStatus.status())?["silenceSwitch"] as? String == "silent"
+        }
+    }
+    let espeak = "\(apps)/bin/espeak-ng"
+    let wav = "/tmp/espeak.wav"
+    let writer = try Application(espeak, ["-w", wav, speechText], name: "espeak-ng -w")
+    guard writer.finish(within: 30)?.status == 0 else { throw CheckFailure("espeak-ng -w failed: \(writer.text)") }
+    let (reference, referenceRate) = try readWAV(wav)
+    let duration = Double(reference.count) / Double(referenceRate)
+    let run = try appTake(
+        espeak,
+        ["-d", "hush:CATEGORY=ambient", speechText],
+        seconds: duration + 2.5,
+        within: duration + 2
+    )
+    let mix = run.take.recordings[0].samples
+    let took = run.ended.map { seconds(from: run.application.started, to: $0.at) } ?? -1
+    let mixLevels = speechLevels(mix, rate: 48000)
+    let referenceLevels = speechLevels(reference, rate: referenceRate)
+    let loudest = mixLevels.max() ?? -240
+    let referenceLoudest = referenceLevels.max() ?? -240
+    var judged = Judged(disturbances: run.disturbances)
+    judged.expect(run.ended?.status == 0, "espeak-ng failed or hung: \(run.application.text)")
+    judged.expect(
+        took > duration - 0.1 && took < duration + 1,
+        "ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of speech",
+        stall: true
+    )
+    if silenced {
+        judged.report = [
+            "  espeak-ng under silence: ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of speech; loudest "
+                + "\(twoDecimals(loudest)) dBFS on the speaker; streams \(run.watch.streams.sorted())"
+        ]
+        judged.expect(run.watch.firstRunning != nil, "hushd never saw espeak-ng's stream running: \(run.watch.streams)")
+        judged.expect(loudest < -90, "R1: silenced, \(twoDecimals(loudest)) dBFS")
+        return judged
+    }
+    let mixSpeech = speechWindows(mixLevels)
+    let referenceSpeech = speechWindows(referenceLevels)
+    let span = (mixSpeech.last ?? 0) - (mixSpeech.first ?? 0) + 1
+    let referenceSpan = (referenceSpeech.last ?? 0) - (referenceSpeech.first ?? 0) + 1
+    let follows = envelopeCorrelation(reference: reference, referenceRate: referenceRate, mix: mix, mixRate: 48000)
+    // The effect bus at the default volume (step 8), as a half-scale tone's -6 dBFS becomes expectedLevel.
+    let gain = expectedLevel(step: 8) + 6.02
+    judged.report = [
+        "  espeak-ng through hush:CATEGORY=ambient: ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of "
+            + "speech; speech on the speaker for \(span * 20) ms, in its WAV \(referenceSpan * 20) ms; loudest "
+            + "\(twoDecimals(loudest)) dBFS vs \(twoDecimals(referenceLoudest)) in the WAV (gain \(twoDecimals(gain)) "
+            + "dB); envelope correlation \(String(format: "%.3f", follows)); streams \(run.watch.streams.sorted())"
+    ]
+    judged.expect(run.watch.streams == ["playback ambient effect"], "hushd's streams: \(run.watch.streams)")
+    judged.expect(!mixSpeech.isEmpty, "no speech on the speaker", stall: true)
+    judged.expect(
+        abs(span - referenceSpan) <= 3,
+        "speech for \(span * 20) ms, the WAV has \(referenceSpan * 20)",
+        stall: true
+    )
+    judged.expect(
+        abs(loudest - referenceLoudest - gain) < 2,
+        "\(twoDecimals(loudest)) dBFS on the speaker, \(twoDecimals(referenceLoudest)) in the WAV",
+        stall: true
+    )
+    judged.expect(follows > 0.9, "the speech envelope against the WAV's: \(follows)", stall: true)
+    return judged
+}
+
+/// The most consecutive samples for which `isQuiet` holds.
+func longestRun(in samples: ArraySlice<Float>, where isQuiet: (Float) -> Bool) -> Int {
+    var longest = 0
+    var run = 0
+    for sample in samples {
+        run = isQuiet(sample) ? run + 1 : 0
+        longest = max(longest, run)
+    }
+    return longest
+}
+
+let appsChecks: [Check] = [
+    Check(name: "apps-start") {
+        stallWatch = StallWatch()
+        try setUpBoardForHushd()
+        try startHushd()
+        print("  hushd is up: route \((try hushdStatus.status())["route"] ?? "?") (no microphone)")
+    },
+    Check(name: "apps-espeak-ng-speaks-into-hush-ambient") {
+        try judge("espeak-ng through hush") { try speak(silenced: false) }
+    },
+    Check(name: "apps-espeak-ng-silenced-by-the-switch-ends-on-time") {
+        try judge("espeak-ng under silence") { try speak(silenced: true) }
+    },
+    Check(name: "apps-gstreamer-alsasink-keeps-time") {
+        let tone = 2.0
+        let gst = "\(apps)/bin/gst-launch-1.0"
+        // The plugin registry is made once, before anything is timed.
+        _ = try Application(gst, ["-q", "fakesrc", "num-buffers=1", "!", "fakesink"]).finish(within: 60)
+        try judge("GStreamer through hush:music") {
+            let run = try appTake(
+                gst,
+                [
+                    "-q", "audiotestsrc", "num-buffers=200", "samplesperbuffer=441", "freq=1000", "volume=0.5", "!",
+                    "audio/x-raw,rate=44100,channels=1", "!", "audioconvert", "!", "audioresample", "!", "alsasink",
+                    "device=hush:music", "sync=true",
+                ],
+                seconds: 5,
+                within: 4.7
+            )
+            let mix = run.take.recordings[0].samples
+            let levels = windowLevels(1000, mix, rate: 48000, from: 0, to: Double(mix.count) / 48000, window: 0.02)
+            let heard = levels.indices.filter { levels[$0] > -60 }
+            var judged = Judged(disturbances: run.disturbances)
+            let startUp = run.watch.firstRunning.map { seconds(from: run.application.started, to: $0) } ?? -1
+            let playing =
+                run.ended.flatMap { end in run.watch.firstRunning.map { seconds(from: $0, to: end.at) } } ?? -1
+            judged.expect(run.ended?.status == 0, "gst-launch-1.0 failed or hung: \(run.application.text)")
+            guard let first = heard.first, let last = heard.last, last - first > 2 else {
+                judged.report = ["  GStreamer: no tone heard; ran \(twoDecimals(playing)) s once running"]
+                judged.expect(false, "no tone on the speaker", stall: true)
+                return judged
+            }
+            let inside = levels[(first + 1)..<last].sorted()
+            let median = inside[inside.count / 2]
+            let deepest = median - (inside.first ?? -240)
+            let window = 48000 / 50
+            let quietRun = longestRun(in: mix[((first + 1) * window)..<(last * window)]) { abs($0) < 16.0 / 32767 }
+            judged.report = [
+                "  GStreamer through hush:music: start-up \(twoDecimals(startUp)) s, then \(twoDecimals(playing)) s for "
+                    + "\(tone) s of tone; heard \(heard.count * 20) ms at \(twoDecimals(median)) dBFS, deepest dip "
+                    + "\(twoDecimals(deepest)) dB, longest run of quiet samples \(quietRun); streams "
+                    + "\(run.watch.streams.sorted())"
+            ]
+            judged.expect(run.watch.streams == ["playback playback music"], "hushd's streams: \(run.watch.streams)")
+            judged.expect(abs(median - expectedLevel(step: 8)) < 3, "the tone's level: \(twoDecimals(median)) dBFS")
+            judged.expect(
+                abs(playing - tone) < 0.03 * tone + 0.1,
+                "played \(playing) s of \(tone) s once running",
+                stall: true
+            )
+            judged.expect(startUp < 5, "GStreamer took \(startUp) s to start", stall: true)
+            judged.expect(
+                heard.count >= 98 && heard.count <= 102,
+                "the tone lasted \(heard.count * 20) ms of 2000",
+                stall: true
+            )
+            judged.expect(deepest < 1, "a window inside the tone is \(deepest) dB below the others: a gap", stall: true)
+            judged.expect(quietRun <= 2, "\(quietRun) quiet samples in a row inside the tone: a gap", stall: true)
+            return judged
+        }
+    },
+    Check(name: "apps-python-sounddevice-plays-and-records") {
+        try judge("sounddevice through hush") {
+            let run = try appTake(
+                "\(apps)/bin/python3.11",
+                ["\(apps)/play_and_record.py", "hush_music", "hush_record", "--seconds", "1", "--hertz", "1000"],
+                seconds: 10,
+                within: 9.5
+            )
+            var judged = Judged(disturbances: run.disturbances)
+            judged.expect(run.ended?.status == 0, "play_and_record.py failed or hung: \(run.application.text)")
+            let line = run.application.text.split(separator: "\n").last.map(String.init) ?? ""
+            let report = (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? [:]
+            let played = report["played"] as? Double ?? -1
+            let recorded = report["recorded"] as? Double ?? -1
+            let mix = run.take.recordings[0].samples
+            let levels = windowLevels(1000, mix, rate: 48000, from: 0, to: Double(mix.count) / 48000, window: 0.02)
+            let heard = levels.filter { $0 > -60 }
+            let loudest = levels.max() ?? -240
+            judged.report = [
+                "  sounddevice through hush: play took \(twoDecimals(played)) s, the tone heard \(heard.count * 20) ms at "
+                    + "\(twoDecimals(loudest)) dBFS; rec took \(twoDecimals(recorded)) s for \(report["frames"] ?? "?") "
+                    + "frames, peak \(report["peak"] ?? "?"); streams \(run.watch.streams.sorted())"
+            ]
+            judged.expect(!report.isEmpty, "play_and_record.py printed no report: \(run.application.text)")
+            judged.expect(
+                run.watch.streams == ["playback playback music", "capture record music"],
+                "hushd's streams: \(run.watch.streams)"
+            )
+            judged.expect(
+                abs(loudest - expectedLevel(step: 8)) < 3,
+                "the tone's level: \(twoDecimals(loudest)) dBFS",
+                stall: true
+            )
+            judged.expect(report["frames"] as? Int == 16000, "1 s recorded as \(report["frames"] ?? "?") frames")
+            judged.expect(report["peak"] as? Int == 0, "no microphone: silence, peak \(report["peak"] ?? "?")")
+            judged.expect(played > 0.95 && played < 2, "sounddevice.play took \(played) s for 1 s", stall: true)
+            judged.expect(
+                heard.count >= 47 && heard.count <= 53,
+                "the tone lasted \(heard.count * 20) ms of 1000",
+                stall: true
+            )
+            judged.expect(recorded > 0.95 && recorded < 2, "sounddevice.rec took \(recorded) s for 1 s", stall: true)
+            return judged
+        }
+    },
+]
