@@ -122,6 +122,19 @@ vboard: deps alsa-plugin test-tools
 	$(SWIFT) build -c release
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 
+## latency: a figure, not a test: aplay -> loopback round trip through plain hw:, dmix and hush in the virtual board
+## (board/virtual/bench/latency.sh, docs/performance.md); TAKES per path (default 5).
+TAKES ?= 5
+.PHONY: latency
+latency: deps alsa-plugin
+	$(SWIFT) build -c release
+	rm -rf .build/virtual-board/latency-payload && mkdir -p .build/virtual-board/latency-payload
+	bin=$(RELEASE_BIN) && cp $$bin/hush-vboard-streams $$bin/hushd $$bin/hushctl \
+	  $(ALSA_PLUGIN) board/profiles/virtual.toml deploy/alsa/50-hush.conf \
+	  .build/virtual-board/latency-payload/
+	echo $(TAKES) >.build/virtual-board/latency-payload/latency-takes
+	board/virtual/run.sh --scenario board/virtual/bench/latency.sh --payload .build/virtual-board/latency-payload
+
 ## test-sanitizers: every Swift test target under AddressSanitizer (with LeakSanitizer), then ThreadSanitizer;
 ## fails on any report, the spawned hushd and hushctl included (sanitizers/run.sh, docs/reliability.md#sanitizers).
 .PHONY: test-sanitizers test-asan test-tsan

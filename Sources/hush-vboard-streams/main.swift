@@ -8,6 +8,8 @@
 //                                          names: the first and those)
 //        hush-vboard-streams --list
 //        hush-vboard-streams --apps [CHECK ...]   (the apps scenario's checks instead: espeak-ng, GStreamer, sounddevice)
+//        hush-vboard-streams --latency [TAKES]   (a figure, not a check: aplay -> loopback through plain hw:, dmix
+//                                                and hush, TAKES takes each (5); board/virtual/bench/latency.sh)
 
 import HushTesting
 
@@ -19,6 +21,9 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 let appsMode = arguments.first == "--apps"
 if appsMode { arguments.removeFirst() }
 let checks = appsMode ? appsChecks : startChecks + microphoneChecks + playbackChecks + endingChecks
+if arguments.first == "--latency" {
+    exit(measureLatency(takes: arguments.dropFirst().first.flatMap { Int($0) } ?? 5) ? 0 : 1)
+}
 if arguments == ["--list"] {
     for check in checks { print(check.name) }
     exit(0)
