@@ -10,8 +10,9 @@ import Glibc
 
 // `hush-vboard-streams --latency`: how long an impulse takes from the moment aplay is started to its place on the
 // loopback's capture side, through plain hw:, through dmix and through hush (board/virtual/bench/latency.sh,
-// docs/performance.md). A figure, not a check: it prints the takes and their medians and fails only when it could not
-// measure.
+// docs/performance.md), and the way in: from a write into the loopback to a recorder reading the other side plainly,
+// through dsnoop and through hushd's microphone and `hush:CATEGORY=record`. A figure, not a check: it prints the
+// takes and their medians and fails only when it could not measure.
 //
 // The recorder is this program's own capture of the loopback (the same for every path), started before aplay and
 // read a period at a time; it dates its frames by the earliest return of a read (frame n was captured no later than
@@ -35,6 +36,11 @@ struct LatencyPath {
     /// The capture's period and periods: snd-aloop makes the capture side of a running cable take its playback's.
     var capturePeriod: Int
     var capturePeriods: Int
+    /// The writer's period and periods (the live takes), and whether the path has live takes only (the way in: an
+    /// application records, the measuring program plays into the loopback).
+    var writerPeriod = latencyPeriod
+    var writerPeriods = latencyBufferFrames / latencyPeriod
+    var liveOnly = false
 }
 
 /// A player in this program, on its own thread: writes the impulse file's frames to `device` a period at a time
@@ -44,11 +50,15 @@ final class LiveWriter: @unchecked Sendable {
     /// CLOCK_MONOTONIC nanoseconds of that return; 0 until then, -1 when the device could not be opened or failed.
     let handedOver = Atomic<Int64>(0)
     private let device: String
+    private let period: Int
+    private let periods: Int
 
     /// Starts the thread, which opens the device (through hush that takes a connection to hushd: the recorder must
     /// not wait for it).
-    init(_ device: String) {
+    init(_ device: String, period: Int, periods: Int) {
         self.device = device
+        self.period = period
+        self.periods = periods
         Thread.detachNewThread { [self] in play() }
     }
 
@@ -59,14 +69,15 @@ final class LiveWriter: @unchecked Sendable {
                     pcm: device,
                     sampleRate: latencyRate,
                     channels: 2,
-                    periodFrames: latencyPeriod,
-                    periods: latencyBufferFrames / latencyPeriod
+                    periodFrames: period,
+                    periods: periods
                 )
             )
         else {
             handedOver.store(-1, ordering: .relaxed)
             return
         }
+        let latencyPeriod = playback.granted.periodFrames  // the device's, where it insists (hushd's microphone)
         var samples = [Int16](repeating: 0, count: latencyPeriod * 2)
         let impulse = latencyLead + latencySecond
         for start in stride(from: 0, to: latencyRate, by: latencyPeriod) {
@@ -121,7 +132,7 @@ func latencyTake(_ path: LatencyPath, file: String, live: Bool = false) throws -
             earliest = min(earliest, t)
             latest = max(latest, t)
             if live && writer == nil && frames >= 4 * period {
-                writer = LiveWriter(path.device)
+                writer = LiveWriter(path.device, period: path.writerPeriod, periods: path.writerPeriods)
             } else if !live && application == nil && frames >= 4 * period {
                 // The capture runs: start the player.
                 started = monotonicNow()
@@ -210,6 +221,18 @@ let latencyDmix = """
             buffer_size \(latencyBufferFrames)
         }
     }
+    pcm.latency_dsnoop {
+        type dsnoop
+        ipc_key 4243
+        slave {
+            pcm "hw:Loopback,0,1"
+            rate \(latencyRate)
+            channels 2
+            format S16_LE
+            period_size \(latencyPeriod)
+            buffer_size \(latencyBufferFrames)
+        }
+    }
 
     """
 
@@ -226,7 +249,9 @@ func measureLatency(takes: Int) -> Bool {
         try writeFile("/etc/asound.conf", latencyDmix)
         let file = "/tmp/impulses.wav"
         try writeImpulses(file)
-        try setUpBoardForHushd()
+        // hushd with its microphone on the loopback (hw:Loopback,0,0, played on hw:Loopback,1,0), as the streams
+        // scenario has it.
+        try setUpBoardForHushd(configuration: microphoneConfiguration)
         try startHushd()
         // snd-aloop has two substreams here: 0 carries hushd's speaker; 1 is its headphones route, which it does not
         // open while nothing is plugged in, so plain hw: and dmix use it.
@@ -253,6 +278,35 @@ func measureLatency(takes: Int) -> Bool {
                 capturePeriod: 512,
                 capturePeriods: 3
             ),
+            // The way in: the measuring program plays into the loopback, the recorder reads the other side plainly,
+            // through dsnoop, or through hushd's microphone and `hush:CATEGORY=record`.
+            LatencyPath(
+                name: "plain in",
+                device: "hw:Loopback,1,1",
+                capture: "hw:Loopback,0,1",
+                capturePeriod: latencyPeriod,
+                capturePeriods: latencyBufferFrames / latencyPeriod,
+                liveOnly: true
+            ),
+            LatencyPath(
+                name: "dsnoop in",
+                device: "hw:Loopback,1,1",
+                capture: "latency_dsnoop",
+                capturePeriod: latencyPeriod,
+                capturePeriods: latencyBufferFrames / latencyPeriod,
+                liveOnly: true
+            ),
+            // hushd's microphone sets that cable's period (its output's, 512 x 3): the writer takes it.
+            LatencyPath(
+                name: "hush in",
+                device: microphonePlayback,
+                capture: "hush:CATEGORY=record",
+                capturePeriod: latencyPeriod,
+                capturePeriods: latencyBufferFrames / latencyPeriod,
+                writerPeriod: 512,
+                writerPeriods: 3,
+                liveOnly: true
+            ),
         ]
         print(
             "aplay --period-size=\(latencyPeriod) --buffer-size=\(latencyBufferFrames), 48 kHz S16_LE stereo; "
@@ -261,7 +315,7 @@ func measureLatency(takes: Int) -> Bool {
         var delays: [String: [Double]] = [:]
         for take in 1...takes {
             for path in paths {
-                for live in [false, true] {
+                for live in path.liveOnly ? [true] : [false, true] {
                     var measured: Double?
                     for _ in 1...3 where measured == nil { measured = try latencyTake(path, file: file, live: live) }
                     guard let frames = measured else {
@@ -278,7 +332,7 @@ func measureLatency(takes: Int) -> Bool {
             }
         }
         var medians: [String: Double] = [:]
-        for name in paths.flatMap({ [$0.name, "\($0.name) live"] }) {
+        for name in paths.flatMap({ $0.liveOnly ? ["\($0.name) live"] : [$0.name, "\($0.name) live"] }) {
             let values = delays[name] ?? []
             let middle = latencyMedian(values)
             medians[name] = middle
@@ -289,14 +343,14 @@ func measureLatency(takes: Int) -> Bool {
                     + "max \(twoDecimals((values.max() ?? 0) * 1000 / Double(latencyRate))) ms, \(values.count) takes)"
             )
         }
-        for kind in ["", " live"] {
+        for (kind, shared) in [("", "dmix"), (" live", "dmix"), (" in live", "dsnoop")] {
             guard let hush = medians["hush\(kind)"], let plain = medians["plain\(kind)"],
-                let dmix = medians["dmix\(kind)"]
+                let dmix = medians["\(shared)\(kind)"]
             else { continue }
             print(
-                "LATENCY\(kind) ratios: hush/plain \(twoDecimals(hush / plain)), hush/dmix \(twoDecimals(hush / dmix)); "
-                    + "hush - plain \(twoDecimals((hush - plain) * 1000 / Double(latencyRate))) ms, "
-                    + "hush - dmix \(twoDecimals((hush - dmix) * 1000 / Double(latencyRate))) ms"
+                "LATENCY\(kind) ratios: hush/plain \(twoDecimals(hush / plain)), hush/\(shared) "
+                    + "\(twoDecimals(hush / dmix)); hush - plain \(twoDecimals((hush - plain) * 1000 / Double(latencyRate))) "
+                    + "ms, hush - \(shared) \(twoDecimals((hush - dmix) * 1000 / Double(latencyRate))) ms"
             )
         }
         print("hushd's underrun warnings: \(shell("grep -c 'underrun(s) (' /tmp/hushd.log").output)")

@@ -1,8 +1,9 @@
 # latency: a figure, not a test (make latency; not one of run-all.sh's scenarios/*.sh). How long an impulse takes
 # from the moment aplay starts to its place on the loopback's capture side, through plain hw:Loopback,0,1, through a
 # dmix over it, and through hush:music (hushd on the virtual profile, its speaker on hw:Loopback,0,0): five takes
-# each, interleaved, and their medians (hush-vboard-streams --latency, Sources/hush-vboard-streams/Latency.swift;
-# docs/performance.md). The emulated machine's times are not a board's: compare the paths, within one run.
+# each, interleaved, and their medians; and the way in: a write into the loopback, read plainly, through dsnoop and
+# through hushd's microphone and hush:CATEGORY=record (hush-vboard-streams --latency,
+# Sources/hush-vboard-streams/Latency.swift; docs/performance.md). The emulated machine's times are not a board's: compare the paths, within one run.
 # vboard-tools: aplay
 # vboard-timeout: 300
 # vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; make latency passes it
