@@ -82,91 +82,6 @@ func appTake(
 
 // MARK: Speech
 
-struct Biquad {
-    var b0, b1, b2, a1, a2: Double
-    var x1 = 0.0, x2 = 0.0, y1 = 0.0, y2 = 0.0
-
-    init(lowPass: Bool, hertz: Double, rate: Int) {
-        let w0 = 2 * Double.pi * hertz / Double(rate)
-        let alpha = sin(w0) / (2 * 0.5.squareRoot())
-        let c = cos(w0)
-        let a0 = 1 + alpha
-        let edge = lowPass ? (1 - c) / 2 : (1 + c) / 2
-        b0 = edge / a0
-        b1 = (lowPass ? 2 * edge : -2 * edge) / a0
-        b2 = edge / a0
-        a1 = -2 * c / a0
-        a2 = (1 - alpha) / a0
-    }
-
-    mutating func callAsFunction(_ x: Double) -> Double {
-        let y = b0 * x + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
-        (x2, x1, y2, y1) = (x1, x, y1, y)
-        return y
-    }
-}
-
-/// The speech band's level (100 Hz to 4 kHz) in 20 ms windows, `perSecond` a second, in dBFS (as the host test).
-func speechLevels(_ samples: [Float], rate: Int, perSecond: Int = 50) -> [Double] {
-    var highPass = Biquad(lowPass: false, hertz: 100, rate: rate)
-    var lowPass = Biquad(lowPass: true, hertz: 4000, rate: rate)
-    var energy = [0.0]
-    energy.reserveCapacity(samples.count + 1)
-    for sample in samples {
-        let filtered = lowPass(highPass(Double(sample)))
-        energy.append(energy[energy.count - 1] + filtered * filtered)
-    }
-    let window = rate / 50
-    let count = samples.count < window ? 0 : (samples.count - window) * perSecond / rate + 1
-    return (0..<count).map { index in
-        let start = index * rate / perSecond
-        return 10 * log10(max(1e-24, (energy[start + window] - energy[start]) / Double(window)))
-    }
-}
-
-/// The windows with speech: within 40 dB of the loudest.
-func speechWindows(_ levels: [Double]) -> [Int] {
-    let loudest = levels.max() ?? -240
-    return levels.indices.filter { levels[$0] > loudest - 40 && levels[$0] > -200 }
-}
-
-func correlation(_ pairs: [(Double, Double)]) -> Double {
-    let n = Double(pairs.count)
-    guard n > 1 else { return 0 }
-    let meanX = pairs.reduce(0) { $0 + $1.0 } / n
-    let meanY = pairs.reduce(0) { $0 + $1.1 } / n
-    var xy = 0.0
-    var xx = 0.0
-    var yy = 0.0
-    for (x, y) in pairs {
-        xy += (x - meanX) * (y - meanY)
-        xx += (x - meanX) * (x - meanX)
-        yy += (y - meanY) * (y - meanY)
-    }
-    return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
-}
-
-/// The best correlation of the speech envelopes (20 ms windows every 5 ms, the mix shifted up to 50 ms).
-func envelopeCorrelation(reference: [Float], referenceRate: Int, mix: [Float], mixRate: Int) -> Double {
-    let referenceLevels = speechLevels(reference, rate: referenceRate, perSecond: 200)
-    let mixLevels = speechLevels(mix, rate: mixRate, perSecond: 200)
-    let referenceSpeech = speechWindows(referenceLevels)
-    guard let referenceFirst = referenceSpeech.first, let referenceLast = referenceSpeech.last,
-        let mixFirst = speechWindows(mixLevels).first
-    else { return 0 }
-    let referenceFloor = (referenceLevels.max() ?? -240) - 60
-    let mixFloor = (mixLevels.max() ?? -240) - 60
-    return (-10...10).map { shift in
-        correlation(
-            (referenceFirst...referenceLast).compactMap { index in
-                let other = index - referenceFirst + mixFirst + shift
-                guard other >= 0 && other < mixLevels.count else { return nil }
-                return (max(referenceLevels[index], referenceFloor), max(mixLevels[other], mixFloor))
-            }
-        )
-    }.max() ?? 0
-}
-
 /// A 16-bit PCM WAV's first channel and rate.
 func readWAV(_ path: String) throws -> (samples: [Float], rate: Int) {
     guard let data = FileManager.default.contents(atPath: path), data.count > 44 else {
@@ -225,8 +140,8 @@ func speak(silenced: Bool) throws -> Judged {
     )
     let mix = run.take.recordings[0].samples
     let took = run.ended.map { seconds(from: run.application.started, to: $0.at) } ?? -1
-    let mixLevels = speechLevels(mix, rate: 48000)
-    let referenceLevels = speechLevels(reference, rate: referenceRate)
+    let mixLevels = SpeechAnalysis.levels(mix, rate: 48000)
+    let referenceLevels = SpeechAnalysis.levels(reference, rate: referenceRate)
     let loudest = mixLevels.max() ?? -240
     let referenceLoudest = referenceLevels.max() ?? -240
     var judged = Judged(disturbances: run.disturbances)
@@ -245,11 +160,16 @@ func speak(silenced: Bool) throws -> Judged {
         judged.expect(loudest < -90, "R1: silenced, \(twoDecimals(loudest)) dBFS")
         return judged
     }
-    let mixSpeech = speechWindows(mixLevels)
-    let referenceSpeech = speechWindows(referenceLevels)
+    let mixSpeech = SpeechAnalysis.windows(mixLevels)
+    let referenceSpeech = SpeechAnalysis.windows(referenceLevels)
     let span = (mixSpeech.last ?? 0) - (mixSpeech.first ?? 0) + 1
     let referenceSpan = (referenceSpeech.last ?? 0) - (referenceSpeech.first ?? 0) + 1
-    let follows = envelopeCorrelation(reference: reference, referenceRate: referenceRate, mix: mix, mixRate: 48000)
+    let follows = SpeechAnalysis.envelopeCorrelation(
+        reference: reference,
+        referenceRate: referenceRate,
+        mix: mix,
+        mixRate: 48000
+    )
     // The effect bus at the default volume (step 8), as a half-scale tone's -6 dBFS becomes expectedLevel.
     let gain = expectedLevel(step: 8) + 6.02
     judged.report = [
@@ -272,17 +192,6 @@ func speak(silenced: Bool) throws -> Judged {
     )
     judged.expect(follows > 0.9, "the speech envelope against the WAV's: \(follows)", stall: true)
     return judged
-}
-
-/// The most consecutive samples for which `isQuiet` holds.
-func longestRun(in samples: ArraySlice<Float>, where isQuiet: (Float) -> Bool) -> Int {
-    var longest = 0
-    var run = 0
-    for sample in samples {
-        run = isQuiet(sample) ? run + 1 : 0
-        longest = max(longest, run)
-    }
-    return longest
 }
 
 let appsChecks: [Check] = [
@@ -331,7 +240,9 @@ let appsChecks: [Check] = [
             let median = inside[inside.count / 2]
             let deepest = median - (inside.first ?? -240)
             let window = 48000 / 50
-            let quietRun = longestRun(in: mix[((first + 1) * window)..<(last * window)]) { abs($0) < 16.0 / 32767 }
+            let quietRun = ToneAnalysis.longestRun(in: mix[((first + 1) * window)..<(last * window)]) {
+                abs($0) < 16.0 / 32767
+            }
             judged.report = [
                 "  GStreamer through hush:music: start-up \(twoDecimals(startUp)) s, then \(twoDecimals(playing)) s for "
                     + "\(tone) s of tone; heard \(heard.count * 20) ms at \(twoDecimals(median)) dBFS, deepest dip "

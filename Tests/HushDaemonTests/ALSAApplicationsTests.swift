@@ -59,77 +59,14 @@ struct ALSAApplicationsTests {
     // MARK: Speech
 
     /// A second-order filter (the Audio EQ Cookbook's high- and low-pass, Q = 1/√2).
-    struct Biquad {
-        var b0, b1, b2, a1, a2: Double
-        var x1 = 0.0, x2 = 0.0, y1 = 0.0, y2 = 0.0
-
-        init(lowPass: Bool, hertz: Double, rate: Int) {
-            let w0 = 2 * Double.pi * hertz / Double(rate)
-            let alpha = sin(w0) / (2 * 0.5.squareRoot())  // sin(w0) / 2Q
-            let c = cos(w0)
-            let a0 = 1 + alpha
-            let edge = lowPass ? (1 - c) / 2 : (1 + c) / 2
-            b0 = edge / a0
-            b1 = (lowPass ? 2 * edge : -2 * edge) / a0
-            b2 = edge / a0
-            a1 = -2 * c / a0
-            a2 = (1 - alpha) / a0
-        }
-
-        mutating func callAsFunction(_ x: Double) -> Double {
-            let y = b0 * x + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
-            (x2, x1, y2, y1) = (x1, x, y1, y)
-            return y
-        }
-    }
-
-    /// The level of the speech band (100 Hz to 4 kHz) in 20 ms windows, `perSecond` of them a second (by default
-    /// one after the other), in dBFS (the RMS of a full-scale sine reads −3).
-    static func speechLevels(_ samples: [Float], rate: Int, perSecond: Int = 50) -> [Double] {
-        var highPass = Biquad(lowPass: false, hertz: 100, rate: rate)
-        var lowPass = Biquad(lowPass: true, hertz: 4000, rate: rate)
-        var energy = [0.0]  // energy[n]: the sum of the squares of the first n filtered samples
-        energy.reserveCapacity(samples.count + 1)
-        for sample in samples {
-            let filtered = lowPass(highPass(Double(sample)))
-            energy.append(energy[energy.count - 1] + filtered * filtered)
-        }
-        let window = rate / 50
-        let count = samples.count < window ? 0 : (samples.count - window) * perSecond / rate + 1
-        return (0..<count).map { index in
-            let start = index * rate / perSecond
-            return 10 * log10(max(1e-24, (energy[start + window] - energy[start]) / Double(window)))
-        }
-    }
-
-    /// How closely the mix's speech envelope follows the WAV's: the best correlation of their levels in 20 ms
-    /// windows every 5 ms, over the WAV's speech, with the mix shifted by up to 50 ms from where its speech begins
-    /// (each floored 60 dB under its loudest, so silence between words counts the same in both).
+    /// How closely the mix's speech follows espeak-ng's own WAV (SpeechAnalysis.envelopeCorrelation).
     static func envelopeCorrelation(_ speech: Speech) -> Double {
-        let reference = Self.speechLevels(speech.reference, rate: speech.referenceRate, perSecond: 200)
-        let mix = Self.speechLevels(speech.mix, rate: Self.rate, perSecond: 200)
-        let referenceSpeech = Self.speechWindows(reference)
-        guard let referenceFirst = referenceSpeech.first, let referenceLast = referenceSpeech.last,
-            let mixFirst = Self.speechWindows(mix).first
-        else { return 0 }
-        let referenceFloor = (reference.max() ?? -240) - 60
-        let mixFloor = (mix.max() ?? -240) - 60
-        let reach = 10  // 50 ms
-        return (-reach...reach).map { shift in
-            Self.correlation(
-                (referenceFirst...referenceLast).compactMap { index in
-                    let other = index - referenceFirst + mixFirst + shift
-                    guard other >= 0 && other < mix.count else { return nil }
-                    return (max(reference[index], referenceFloor), max(mix[other], mixFloor))
-                }
-            )
-        }.max() ?? 0
-    }
-
-    /// The windows where there is speech: within 40 dB of the loudest.
-    static func speechWindows(_ levels: [Double]) -> [Int] {
-        let loudest = levels.max() ?? -240
-        return levels.indices.filter { levels[$0] > loudest - 40 && levels[$0] > -200 }
+        SpeechAnalysis.envelopeCorrelation(
+            reference: speech.reference,
+            referenceRate: speech.referenceRate,
+            mix: speech.mix,
+            mixRate: Self.rate
+        )
     }
 
     /// One espeak-ng run through hush.
@@ -182,10 +119,10 @@ struct ALSAApplicationsTests {
     func espeakIsHeard() throws {
         try ALSADeviceTests.retaking("espeak-ng through hush") {
             let run = try Self.speak(silenced: false)
-            let referenceLevels = Self.speechLevels(run.reference, rate: run.referenceRate)
-            let mixLevels = Self.speechLevels(run.mix, rate: Self.rate)
-            let referenceSpeech = Self.speechWindows(referenceLevels)
-            let mixSpeech = Self.speechWindows(mixLevels)
+            let referenceLevels = SpeechAnalysis.levels(run.reference, rate: run.referenceRate)
+            let mixLevels = SpeechAnalysis.levels(run.mix, rate: Self.rate)
+            let referenceSpeech = SpeechAnalysis.windows(referenceLevels)
+            let mixSpeech = SpeechAnalysis.windows(mixLevels)
             let first = try #require(mixSpeech.first, "no speech in the mix")
             let last = try #require(mixSpeech.last)
             let referenceFirst = try #require(referenceSpeech.first)
@@ -226,7 +163,7 @@ struct ALSAApplicationsTests {
     func espeakIsSilenced() throws {
         try ALSADeviceTests.retaking("espeak-ng under silence") {
             let run = try Self.speak(silenced: true)
-            let loudest = Self.speechLevels(run.mix, rate: Self.rate).max() ?? -240
+            let loudest = SpeechAnalysis.levels(run.mix, rate: Self.rate).max() ?? -240
             print(
                 "espeak-ng under silence: ran \(run.seconds) s for \(run.duration) s of speech; loudest \(loudest) dBFS"
             )
@@ -243,23 +180,6 @@ struct ALSAApplicationsTests {
                 ]
             )
         }
-    }
-
-    /// Pearson's correlation of the pairs.
-    static func correlation(_ pairs: [(Double, Double)]) -> Double {
-        let n = Double(pairs.count)
-        guard n > 1 else { return 0 }
-        let meanX = pairs.reduce(0) { $0 + $1.0 } / n
-        let meanY = pairs.reduce(0) { $0 + $1.1 } / n
-        var xy = 0.0
-        var xx = 0.0
-        var yy = 0.0
-        for (x, y) in pairs {
-            xy += (x - meanX) * (y - meanY)
-            xx += (x - meanX) * (x - meanX)
-            yy += (y - meanY) * (y - meanY)
-        }
-        return xx > 0 && yy > 0 ? xy / (xx * yy).squareRoot() : 0
     }
 
     // MARK: GStreamer
@@ -314,7 +234,7 @@ struct ALSAApplicationsTests {
             let deepest = median - (inside.first ?? -240)
             let window = Self.rate / 50
             let tone = mix[((first + 1) * window)..<(last * window)]
-            let quietRun = Self.longestRun(in: tone) { abs($0) < 16.0 / 32767 }
+            let quietRun = ToneAnalysis.longestRun(in: tone) { abs($0) < 16.0 / 32767 }
             let delays = try Self.reportedDelays(log)
             print(
                 "GStreamer through hush: \(result.seconds) s for \(seconds) s of tone (start-up \(startUp) s, then "
@@ -340,17 +260,6 @@ struct ALSAApplicationsTests {
                 ]
             )
         }
-    }
-
-    /// The most consecutive samples for which `isQuiet` holds.
-    static func longestRun(in samples: ArraySlice<Float>, where isQuiet: (Float) -> Bool) -> Int {
-        var longest = 0
-        var run = 0
-        for sample in samples {
-            run = isQuiet(sample) ? run + 1 : 0
-            longest = max(longest, run)
-        }
-        return longest
     }
 
     /// The delays GStreamer's audio sink logged with its clock readings ("delay D"), in frames.
