@@ -174,19 +174,19 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             return openStream(request, for: client, id: id)
         case .stream(let stream, let action):
             do {
-                let position = try streams.act(StreamHub.Action(action), on: stream, for: StreamHub.Peer(client))
+                let position = try streams.act(action, on: stream, for: StreamHub.Peer(client))
                 var reply = ControlReply.ok(id: id)
                 reply.position = position
                 return reply
             } catch {
-                return failure(error, id: id)
+                return .failure(error, id: id)
             }
         case .closeStream(let stream):
             do {
                 try streams.close(stream, for: StreamHub.Peer(client))
                 return .ok(id: id)
             } catch {
-                return failure(error, id: id)
+                return .failure(error, id: id)
             }
         case .subscribe, .unsubscribe:
             // The server keeps subscriptions; it answers these itself.
@@ -240,24 +240,14 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
     private func openStream(_ request: StreamRequest, for client: ControlClient, id: RequestID?) -> ControlReply {
         let entry: StreamHub.Entry
         do {
+            var request = request
+            request.name = request.name ?? client.name
             entry = try streams.open(
-                StreamHub.Request(
-                    direction: request.direction,
-                    category: request.category,
-                    bus: request.bus,
-                    options: request.options,
-                    transient: request.transient,
-                    name: request.name ?? client.name,
-                    session: request.session,
-                    rate: request.rate,
-                    channels: request.channels,
-                    format: request.format,
-                    bufferFrames: request.bufferFrames
-                ),
+                request,
                 for: StreamHub.Peer(client)
             )
         } catch {
-            return failure(error, id: id)
+            return .failure(error, id: id)
         }
         let memory = entry.memory
         let descriptors = [dup(memory.memoryDescriptor), dup(memory.eventDescriptor)]
@@ -277,19 +267,6 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             ),
             descriptors: descriptors
         )
-    }
-
-    private func failure(_ failure: StreamHub.Failure, id: RequestID?) -> ControlReply {
-        let code: ControlError.Code
-        switch failure.kind {
-        case .tooMany: code = .tooManyStreams
-        case .cannot: code = .cannotStream
-        case .unknownSession: code = .unknownSession
-        case .notPermitted: code = .notPermitted
-        case .unknownStream: code = .unknownStream
-        case .refused(let rejection): return .failure(ControlError(rejection), id: id)
-        }
-        return .failure(ControlError(code, failure.message, field: failure.field), id: id)
     }
 
     /// nil when `session` exists and belongs to `client`; else the error reply.
@@ -440,16 +417,4 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
 
 extension StreamHub.Peer {
     init(_ client: ControlClient) { self.init(client: client.id, pid: client.pid, uid: client.uid, gid: client.gid) }
-}
-
-extension StreamHub.Action {
-    init(_ action: StreamAction) {
-        switch action {
-        case .start: self = .start
-        case .pause: self = .pause
-        case .resume: self = .resume
-        case .stop: self = .stop
-        case .prepare: self = .prepare
-        }
-    }
 }

@@ -2,6 +2,7 @@ import HushCore
 import HushMixer
 import HushOutput
 import HushPolicy
+import HushProtocol
 import HushStreams
 
 #if canImport(Glibc)
@@ -19,21 +20,6 @@ import Glibc
 /// as by R10, when its last stream closes or its process dies. A stream that names a session (`SESSION=`) joins
 /// it and never ends it.
 final class StreamHub {
-    /// What an application asked for.
-    struct Request {
-        var direction: StreamDirection
-        var category: HushCore.Category
-        var bus: Bus?
-        var options: CategoryOptions = []
-        var transient = false
-        var name: String?
-        var session: SessionID?
-        var rate: Int
-        var channels: Int
-        var format: StreamSampleFormat
-        var bufferFrames: Int
-    }
-
     /// Who opened a stream: its connection and process.
     struct Peer: Hashable {
         var client: ClientID
@@ -47,20 +33,6 @@ final class StreamHub {
         var maxStreamsPerProcess = 8
         var ringKiBMax = 512
     }
-
-    /// Why a request was refused.
-    struct Failure: Error {
-        enum Kind {
-            case tooMany, cannot, unknownSession, notPermitted, unknownStream
-            case refused(Rejection)
-        }
-        var kind: Kind
-        var message: String
-        var field: String?
-    }
-
-    /// What the application does with its stream (ALSA's start, pause, drop, prepare).
-    enum Action: String { case start, pause, resume, stop, prepare }
 
     /// One open stream.
     final class Entry {
@@ -154,23 +126,26 @@ final class StreamHub {
 
     // MARK: Requests
 
-    func open(_ request: Request, for peer: Peer) throws(Failure) -> Entry {
+    func open(_ request: StreamRequest, for peer: Peer) throws(ControlError) -> Entry {
         guard entries.count < limits.maxStreams else {
-            throw Failure(
-                kind: .tooMany,
-                message: "hushd has \(entries.count) streams open, the most [streams] max_streams allows; close one"
+            throw ControlError(
+                .tooManyStreams,
+                "hushd has \(entries.count) streams open, the most [streams] max_streams allows; close one"
             )
         }
         let mine = entries.values.filter { $0.peer.pid == peer.pid }.count
         guard mine < limits.maxStreamsPerProcess else {
-            throw Failure(
-                kind: .tooMany,
-                message: "process \(peer.pid) has \(mine) streams open, the most [streams] max_streams_per_process "
+            throw ControlError(
+                .tooManyStreams,
+                "process \(peer.pid) has \(mine) streams open, the most [streams] max_streams_per_process "
                     + "allows"
             )
         }
         if request.direction == .capture, !router.hasRoom {
-            throw Failure(kind: .tooMany, message: "hushd has \(CaptureRouter.capacity) capture streams open")
+            throw ControlError(
+                .tooManyStreams,
+                "hushd has \(CaptureRouter.capacity) capture streams open, the most it can feed; close one"
+            )
         }
         let format = daemon.audio.engine.format
         let id = StreamID(nextStream)
@@ -187,7 +162,7 @@ final class StreamHub {
         do {
             try geometry.validate(maxRingBytes: limits.ringKiBMax * 1024)
         } catch {
-            throw Failure(kind: .cannot, message: error.description)
+            throw ControlError(.cannotStream, error.description)
         }
         let name = request.name ?? "pid \(peer.pid)"
         // The session: named, shared with the process's stream of the other direction, or its own.
@@ -197,28 +172,28 @@ final class StreamHub {
         var activated = false
         if let named = request.session {
             guard let record = daemon.audio.policy.session(named) else {
-                throw Failure(kind: .unknownSession, message: "there is no \(named)", field: "session")
+                throw ControlError(.unknownSession, "there is no \(named)", field: "session")
             }
             guard peer.uid == 0 || owner(of: record)?.uid == peer.uid else {
-                throw Failure(
-                    kind: .notPermitted,
-                    message: "\(named) belongs to another user's connection",
+                throw ControlError(
+                    .notPermitted,
+                    "\(named) belongs to another user's connection",
                     field: "session"
                 )
             }
             if request.direction == .playback,
                 entries.values.contains(where: { $0.session == named && $0.direction == .playback })
             {
-                throw Failure(
-                    kind: .cannot,
-                    message: "\(named) already plays a stream; a session plays one stream at a time",
+                throw ControlError(
+                    .cannotStream,
+                    "\(named) already plays a stream; a session plays one stream at a time",
                     field: "session"
                 )
             }
             if request.direction == .capture, !record.configuration.category.records {
-                throw Failure(
-                    kind: .notPermitted,
-                    message: "\(named) is \(record.configuration.category): only record and playAndRecord sessions "
+                throw ControlError(
+                    .notPermitted,
+                    "\(named) is \(record.configuration.category): only record and playAndRecord sessions "
                         + "hear the microphone",
                     field: "session"
                 )
@@ -226,16 +201,11 @@ final class StreamHub {
             session = named
             configuration = record.configuration
         } else {
-            configuration = SessionConfiguration(
-                bus: request.bus ?? request.category.defaultBus,
-                category: request.category,
-                options: request.options,
-                transient: request.transient
-            )
+            configuration = request.sessionConfiguration
             if request.direction == .capture, !configuration.category.records {
-                throw Failure(
-                    kind: .notPermitted,
-                    message: "a \(configuration.category) stream cannot record: use CATEGORY=record or playAndRecord",
+                throw ControlError(
+                    .notPermitted,
+                    "a \(configuration.category) stream cannot record: use CATEGORY=record or playAndRecord",
                     field: "category"
                 )
             }
@@ -257,7 +227,7 @@ final class StreamHub {
                     if case .reject(let rejection) = decision.command { return rejection }
                     return nil
                 }).first {
-                    throw Failure(kind: .refused(rejection), message: rejection.description)
+                    throw ControlError(rejection)
                 }
                 group = Group(client: client, pid: peer.pid, name: name, configuration: configuration, session: session)
                 groups[client] = group
@@ -284,7 +254,7 @@ final class StreamHub {
             }
         } catch {
             undo()
-            throw Failure(kind: .cannot, message: error.description)
+            throw ControlError(.cannotStream, error.description)
         }
         if let playback {
             playback.outputQueueFrames.store(daemon.output?.queuedFrames ?? 0, ordering: .relaxed)
@@ -292,7 +262,7 @@ final class StreamHub {
                 try daemon.audio.attach(pull: playback.voice, to: session)
             } catch {
                 undo()
-                throw Failure(kind: .cannot, message: error.description)
+                throw ControlError(.cannotStream, error.description)
             }
         }
         if let capture { router.add(capture) }
@@ -321,12 +291,12 @@ final class StreamHub {
 
     /// Carries out an application's start, pause, resume, stop or prepare; returns the position a prepare
     /// continues from.
-    func act(_ action: Action, on id: StreamID, for peer: Peer) throws(Failure) -> UInt64? {
+    func act(_ action: StreamAction, on id: StreamID, for peer: Peer) throws(ControlError) -> UInt64? {
         guard let entry = entries[id] else {
-            throw Failure(kind: .unknownStream, message: "there is no \(id)", field: "stream")
+            throw ControlError(.unknownStream, "there is no \(id)", field: "stream")
         }
         guard entry.peer.client == peer.client else {
-            throw Failure(kind: .notPermitted, message: "\(id) belongs to another connection", field: "stream")
+            throw ControlError(.notPermitted, "\(id) belongs to another connection", field: "stream")
         }
         let who = "\(entry.name) (pid \(entry.peer.pid))"
         var position: UInt64?
@@ -354,9 +324,9 @@ final class StreamHub {
         return position
     }
 
-    func close(_ id: StreamID, for peer: Peer) throws(Failure) {
+    func close(_ id: StreamID, for peer: Peer) throws(ControlError) {
         guard let entry = entries[id], entry.peer.client == peer.client else {
-            throw Failure(kind: .unknownStream, message: "there is no \(id) of this connection", field: "stream")
+            throw ControlError(.unknownStream, "there is no \(id) of this connection", field: "stream")
         }
         end(entry, reason: "closed by \(entry.name)")
     }
@@ -452,8 +422,7 @@ final class StreamHub {
         }
         if anyHears != microphoneInUse {
             microphoneInUse = anyHears
-            let holders = entries.values.filter { $0.capture?.allowed.load(ordering: .relaxed) == true }
-                .map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
+            let holders = microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
             let text =
                 anyHears ? "microphone in use: \(holders.joined(separator: ", "))" : "microphone no longer in use"
             daemon.logger.notice("\(text)")
