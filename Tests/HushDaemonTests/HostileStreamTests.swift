@@ -89,6 +89,8 @@ struct HostileStreamTests {
             // 1. Random bytes over the whole header and impossible counters, for a second, from a started stream.
             let scribbler = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
             #expect(scribbler.reply["ok"] as? Bool == true, "\(scribbler.reply)")
+            // The memory is sealed: shrinking it under hushd (which would make hushd fault) is refused.
+            #expect(ftruncate(scribbler.memfd, 0) == -1 && errno == EPERM, "a stream's memfd must not shrink")
             try scribbler.act("start")
             // 2. A stream started and never written; 3. a recorder started and never read.
             let silent = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")

@@ -148,3 +148,37 @@ struct StreamAllocationTests {
         withExtendedLifetime((controller, router, playback, captures)) {}
     }
 }
+
+/// What a client writes into its ring cannot hurt the mix: samples that are not numbers become silence, anything
+/// beyond full scale is clipped, so a broken or hostile float stream adds at most its own full-scale noise.
+@Suite("A playback stream's samples are sanitised")
+struct StreamSampleSanitisingTests {
+    @Test("NaN, infinities and huge floats come out of the stream's voice finite and within full scale")
+    func floatsAreSanitised() throws {
+        let memory = try StreamMemory(
+            StreamGeometry(
+                id: StreamID(1),
+                direction: .playback,
+                format: .floatLE,
+                channels: 1,
+                rate: 48000,
+                ringFrames: 256,
+                periodFrames: 65
+            )
+        )
+        let stream = try PlaybackStream(memory: memory, mixerRate: 48000, maxFrames: 64)
+        let client = try StreamAllocationTests.Writer(memory)
+        let ring = (client.base + 4096).assumingMemoryBound(to: Float.self)
+        let hostile: [Float] = [.nan, -.nan, .infinity, -.infinity, 1e30, -1e30, .signalingNaN, 0.5]
+        for index in 0..<64 { ring[index] = hostile[index % hostile.count] }
+        hush_wire_store64(client.field(\.client_frames), 64)
+        let voice = stream.voice
+        let out = UnsafeMutablePointer<Float>.allocate(capacity: 64)
+        defer { out.deallocate() }
+        let got = voice.render(voice.context, out, 64)
+        #expect(got == 64)
+        let samples = Array(UnsafeBufferPointer(start: out, count: 64))
+        #expect(samples.allSatisfy { $0.isFinite && abs($0) <= 1 }, "\(samples.prefix(8))")
+        #expect(Array(samples.prefix(8)) == [0, 0, 1, -1, 1, -1, 0, 0.5])
+    }
+}
