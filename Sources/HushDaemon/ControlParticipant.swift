@@ -63,7 +63,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             (streams.entries.count, streams.microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" })
         }
         streams.newClientID = { [unowned self] in server.reserveClientID() }
-        streams.peerLookup = { [unowned self] client in credentials[client].map(StreamHub.Peer.init) }
+        streams.peerLookup = { [unowned self] client in credentials[client] }
         daemon.decisionSinks.append { [unowned self] batch in publish(batch) }
         daemon.finishedSinks.append { [unowned self] session in
             let owner = self.daemon.audio.policy.session(session)?.client
@@ -174,7 +174,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             return openStream(request, for: client, id: id)
         case .stream(let stream, let action):
             do {
-                let position = try streams.act(action, on: stream, for: StreamHub.Peer(client))
+                let position = try streams.act(action, on: stream, for: client)
                 var reply = ControlReply.ok(id: id)
                 reply.position = position
                 return reply
@@ -183,7 +183,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             }
         case .closeStream(let stream):
             do {
-                try streams.close(stream, for: StreamHub.Peer(client))
+                try streams.close(stream, for: client)
                 return .ok(id: id)
             } catch {
                 return .failure(error, id: id)
@@ -244,7 +244,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             request.name = request.name ?? client.name
             entry = try streams.open(
                 request,
-                for: StreamHub.Peer(client)
+                for: client
             )
         } catch {
             return .failure(error, id: id)
@@ -254,7 +254,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         guard descriptors.allSatisfy({ $0 >= 0 }) else {
             let reason = String(cString: strerror(errno))
             for descriptor in descriptors where descriptor >= 0 { Glibc.close(descriptor) }
-            try? streams.close(entry.id, for: StreamHub.Peer(client))
+            try? streams.close(entry.id, for: client)
             return .failure(ControlError(.cannotStream, "cannot pass the stream's descriptors: \(reason)"), id: id)
         }
         return ControlReply(
@@ -318,7 +318,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             // A stream's own session belongs to its streams: show the process that opened them.
             let owner =
                 credentials[record.client]
-                ?? streams.entries.values.first { $0.session == record.id }.flatMap { credentials[$0.peer.client] }
+                ?? streams.entries.values.first { $0.session == record.id }?.peer
             var pausedBy: String?
             let state: String
             switch record.state {
@@ -396,7 +396,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         return ControlStatus.Stream(
             id: entry.id,
             session: entry.session,
-            client: entry.peer.client,
+            client: entry.peer.id,
             pid: entry.peer.pid,
             name: entry.name,
             direction: geometry.direction,
@@ -413,8 +413,4 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             microphone: entry.hearsMicrophone
         )
     }
-}
-
-extension StreamHub.Peer {
-    init(_ client: ControlClient) { self.init(client: client.id, pid: client.pid, uid: client.uid, gid: client.gid) }
 }

@@ -1,3 +1,4 @@
+import HushControlServer
 import HushCore
 import HushMixer
 import HushOutput
@@ -20,13 +21,6 @@ import Glibc
 /// as by R10, when its last stream closes or its process dies. A stream that names a session (`SESSION=`) joins
 /// it and never ends it.
 final class StreamHub {
-    /// Who opened a stream: its connection and process.
-    struct Peer: Hashable {
-        var client: ClientID
-        var pid: Int32
-        var uid: UInt32
-        var gid: UInt32
-    }
 
     struct Limits {
         var maxStreams = 32
@@ -37,7 +31,7 @@ final class StreamHub {
     /// One open stream.
     final class Entry {
         let id: StreamID
-        let peer: Peer
+        let peer: ControlClient
         let name: String
         let session: SessionID
         let configuration: SessionConfiguration
@@ -52,7 +46,7 @@ final class StreamHub {
 
         init(
             id: StreamID,
-            peer: Peer,
+            peer: ControlClient,
             name: String,
             session: SessionID,
             configuration: SessionConfiguration,
@@ -126,7 +120,7 @@ final class StreamHub {
 
     // MARK: Requests
 
-    func open(_ request: StreamRequest, for peer: Peer) throws(ControlError) -> Entry {
+    func open(_ request: StreamRequest, for peer: ControlClient) throws(ControlError) -> Entry {
         guard entries.count < limits.maxStreams else {
             throw ControlError(
                 .tooManyStreams,
@@ -291,11 +285,11 @@ final class StreamHub {
 
     /// Carries out an application's start, pause, resume, stop or prepare; returns the position a prepare
     /// continues from.
-    func act(_ action: StreamAction, on id: StreamID, for peer: Peer) throws(ControlError) -> UInt64? {
+    func act(_ action: StreamAction, on id: StreamID, for peer: ControlClient) throws(ControlError) -> UInt64? {
         guard let entry = entries[id] else {
             throw ControlError(.unknownStream, "there is no \(id)", field: "stream")
         }
-        guard entry.peer.client == peer.client else {
+        guard entry.peer.id == peer.id else {
             throw ControlError(.notPermitted, "\(id) belongs to another connection", field: "stream")
         }
         let who = "\(entry.name) (pid \(entry.peer.pid))"
@@ -324,8 +318,8 @@ final class StreamHub {
         return position
     }
 
-    func close(_ id: StreamID, for peer: Peer) throws(ControlError) {
-        guard let entry = entries[id], entry.peer.client == peer.client else {
+    func close(_ id: StreamID, for peer: ControlClient) throws(ControlError) {
+        guard let entry = entries[id], entry.peer.id == peer.id else {
             throw ControlError(.unknownStream, "there is no \(id) of this connection", field: "stream")
         }
         end(entry, reason: "closed by \(entry.name)")
@@ -333,7 +327,7 @@ final class StreamHub {
 
     /// A connection closed: its streams end (their sessions as by R10 when they were the last of them).
     func connectionClosed(_ client: ClientID) {
-        for entry in entries.values.filter({ $0.peer.client == client }).sorted(by: { $0.id < $1.id }) {
+        for entry in entries.values.filter({ $0.peer.id == client }).sorted(by: { $0.id < $1.id }) {
             end(entry, reason: "\(entry.name) (pid \(entry.peer.pid)) disconnected")
         }
     }
@@ -379,12 +373,12 @@ final class StreamHub {
         entries.values.contains { $0.id != entry.id && $0.session == entry.session && $0.started }
     }
 
-    private func owner(of record: SessionRecord) -> Peer? {
-        entries.values.first { $0.peer.client == record.client }?.peer ?? peerLookup(record.client)
+    private func owner(of record: SessionRecord) -> ControlClient? {
+        entries.values.first { $0.peer.id == record.client }?.peer ?? peerLookup(record.client)
     }
 
     /// Who a connection is (set by the control socket's participant).
-    var peerLookup: (ClientID) -> Peer? = { _ in nil }
+    var peerLookup: (ClientID) -> ControlClient? = { _ in nil }
 
     // MARK: Decisions become states
 
