@@ -15,7 +15,6 @@ import Glibc
 @Suite("Real applications through the hush ALSA device: espeak-ng, GStreamer, sounddevice", .serialized)
 struct ALSAApplicationsTests {
     typealias Application = ALSADeviceTests.Application
-    typealias ConsoleHushd = ALSAStreamRulesTests.ConsoleHushd
     static let rate = ALSADeviceTests.mixRate
     static let text = "The quick brown fox jumps over the lazy dog."
 
@@ -88,7 +87,7 @@ struct ALSAApplicationsTests {
     /// espeak-ng speaking ``text`` into `hush:CATEGORY=ambient`, with hushd's silence switch on if `silenced`.
     static func speak(silenced: Bool) throws -> Speech {
         try Self.require("/usr/bin/espeak-ng", from: "espeak-ng")
-        let hushd = try ConsoleHushd()
+        let hushd = try ALSAStreamRulesTests.consoleHushd()
         if silenced {
             hushd.type("silence on")
             try hushd.wait("silence on") { (try? hushd.status())?["silenceSwitch"] as? String == "silent" }
@@ -199,7 +198,7 @@ struct ALSAApplicationsTests {
             }
         }
         try ALSADeviceTests.retaking("GStreamer through hush:music") {
-            let hushd = try ConsoleHushd()
+            let hushd = try ALSAStreamRulesTests.consoleHushd()
             let log = hushd.scratch.path + "/gst.log"
             // 200 buffers of 441 frames at 44.1 kHz: 2 s of 1 kHz at half scale.
             let seconds = 2.0
@@ -281,7 +280,7 @@ struct ALSAApplicationsTests {
             "Tests/HushDaemonTests/Fixtures/python/play_and_record.py"
         )
         try ALSADeviceTests.retaking("sounddevice through hush") {
-            let hushd = try ConsoleHushd()
+            let hushd = try ALSAStreamRulesTests.consoleHushd()
             // PortAudio lists ALSA's PCMs by name and cannot give a PCM arguments, so each category gets a name.
             // On hush_raw: PortAudio converts formats itself, and Debian 12's PortAudio 19.6 cannot probe `hush`'s
             // plug layer (its uninitialised `dir` in GropeDevice, PortAudio ticket #263, asks for a period that no

@@ -16,96 +16,10 @@ struct ALSAStreamRulesTests {
     typealias Application = ALSADeviceTests.Application
     static let rate = ALSADeviceTests.mixRate
 
-    /// hushd with its console on a pipe and its mix in `wav`.
-    final class ConsoleHushd {
-        let scratch: ScratchDirectory
-        let process = Process()
-        let console = Pipe()
-        var socket: String { scratch.path + "/control.sock" }
-        var wav: String { scratch.path + "/mix.wav" }
-        var log: String { scratch.path + "/hushd.log" }
-
-        init() throws {
-            try ALSADeviceTests.requireTools()
-            scratch = try ScratchDirectory(prefix: "hush-rules")
-            let config = scratch.path + "/hushd.toml"
-            try """
-            [output]
-            pcm = "hw:CARD=HushNoSuchCard,DEV=0"
-            fallback_wav = "\(wav)"
-            realtime_priority = 0
-
-            [inputs.silence_switch]
-            kind = "terminal"
-
-            [control]
-            socket = "\(socket)"
-            group = ""
-
-            [state]
-            file = ""
-
-            [alsa_controls]
-            enabled = false
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-            FileManager.default.createFile(atPath: log, contents: nil)
-            let handle = try #require(FileHandle(forWritingAtPath: log))
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-            process.arguments = [
-                "--pdeathsig", "KILL", HushdTranscriptTests.hushd.path, "--config", config, "--console", "stdio",
-            ]
-            process.standardInput = console
-            process.standardOutput = handle
-            process.standardError = handle
-            try process.run()
-            try wait("the socket answering") { (try? status()) != nil }
-        }
-
-        deinit {
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-
-        func type(_ line: String) { console.fileHandleForWriting.write(Data((line + "\n").utf8)) }
-
-        func status() throws -> [String: Any] {
-            let connection = try HushdConnection(path: socket)
-            defer { connection.close() }
-            return try connection.status()
-        }
-
-        var streams: [[String: Any]] { ((try? status())?["streams"] as? [[String: Any]]) ?? [] }
-
-        func state(of application: Application) -> String? {
-            let pid = Int(application.process.processIdentifier)
-            return streams.first { $0["pid"] as? Int == pid }?["state"] as? String
-        }
-
-        /// The console's newest session (an `activate` just typed).
-        func newestConsoleSession() -> Int? {
-            let sessions = ((try? status())?["sessions"] as? [[String: Any]]) ?? []
-            return sessions.filter { $0["pid"] == nil }.compactMap { $0["id"] as? Int }.max()
-        }
-
-        func wait(_ what: String, seconds: Double = 10, _ condition: () -> Bool) throws {
-            let deadline = Date().addingTimeInterval(seconds)
-            while !condition() {
-                guard Date() < deadline else {
-                    let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                    throw HushdTestFailure("\(what) did not happen within \(seconds) s; hushd's log:\n\(text)")
-                }
-                usleep(10_000)
-            }
-        }
-
-        /// Stops hushd and returns its mix (left channel).
-        func finish() throws -> [Float] {
-            process.terminate()
-            process.waitUntilExit()
-            return try ALSADeviceTests.mix(wav)
-        }
+    /// hushd with its console on a pipe (HushdProcess.swift); the ALSA tests need the built plugin too.
+    static func consoleHushd() throws -> ConsoleHushd {
+        try ALSADeviceTests.requireTools()
+        return try ConsoleHushd()
     }
 
     /// 20 ms windows in which `hertz` is louder than `floor`.
@@ -116,7 +30,7 @@ struct ALSAStreamRulesTests {
     @Test("a ringtone interrupts an aplay music stream: held (no frame lost), released by deactivate with notify")
     func interruptionHoldsAndReleases() throws {
         try ALSADeviceTests.retaking("an interrupted aplay stream") {
-            let hushd = try ConsoleHushd()
+            let hushd = try Self.consoleHushd()
             let file = hushd.scratch.path + "/music.wav"
             try ALSADeviceTests.tone(file, hertz: 440, seconds: 3, rate: 44100)
             let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
@@ -150,7 +64,7 @@ struct ALSAStreamRulesTests {
 
     @Test("without notifyOthers the interrupted stream stays held")
     func interruptionWithoutNotifyStaysHeld() throws {
-        let hushd = try ConsoleHushd()
+        let hushd = try Self.consoleHushd()
         let file = hushd.scratch.path + "/music.wav"
         try ALSADeviceTests.tone(file, hertz: 440, seconds: 3, rate: 48000)
         let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
@@ -167,7 +81,7 @@ struct ALSAStreamRulesTests {
 
     @Test("the silence switch mutes an ambient stream, which still finishes on time")
     func silenceMutesAmbient() throws {
-        let hushd = try ConsoleHushd()
+        let hushd = try Self.consoleHushd()
         hushd.type("silence on")
         try hushd.wait("silence on") { (try? hushd.status())?["silenceSwitch"] as? String == "silent" }
         let file = hushd.scratch.path + "/click.wav"
@@ -189,7 +103,7 @@ struct ALSAStreamRulesTests {
     @Test("a duckOthers stream lowers the music by the duck depth; kill -9 of its client undoes the duck")
     func duckAndClientDeath() throws {
         try ALSADeviceTests.retaking("a duck by an aplay stream") {
-            let hushd = try ConsoleHushd()
+            let hushd = try Self.consoleHushd()
             let music = hushd.scratch.path + "/music.wav"
             let prompt = hushd.scratch.path + "/prompt.wav"
             try ALSADeviceTests.tone(music, hertz: 440, seconds: 4, rate: 48000)
@@ -233,7 +147,7 @@ struct ALSAStreamRulesTests {
     @Test("unplugging holds a playback stream; a media key releases it (R5, R11)")
     func unplugHolds() throws {
         try ALSADeviceTests.retaking("an unplugged aplay stream") {
-            let hushd = try ConsoleHushd()
+            let hushd = try Self.consoleHushd()
             hushd.type("plug")
             try hushd.wait("plugged") { (try? hushd.status())?["jack"] as? String == "plugged" }
             let file = hushd.scratch.path + "/music.wav"

@@ -33,75 +33,14 @@ struct HushctlRingerTests {
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 
-    /// Polls `condition` every 10 ms for up to 10 s.
-    static func wait(_ what: String, log: String, _ condition: () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() {
-            guard Date() < deadline else {
-                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-                throw HushdTestFailure("hushd: \(what) did not happen within 10 s; its log:\n\(text)")
-            }
-            usleep(10_000)
-        }
-    }
-
     @Test("silence on: `ringtone --tone` is silent and `alarm --tone` is heard; silence off: the ringtone rings")
     func ringtoneSilencedAlarmHeard() throws {
-        let scratch = try ScratchDirectory(prefix: "hush-ringer")
-        let socket = scratch.path + "/control.sock"
-        let wav = scratch.path + "/output.wav"
-        let log = scratch.path + "/hushd.log"
-        let config = scratch.path + "/hushd.toml"
         // No card: the output falls back to the WAV file, paced like a device. The terminal is the switch.
-        try """
-        [output]
-        pcm = "hw:CARD=HushNoSuchCard,DEV=0"
-        fallback_wav = "\(wav)"
-        realtime_priority = 0
-
-        [inputs.silence_switch]
-        kind = "terminal"
-
-        [control]
-        socket = "\(socket)"
-        group = ""
-
-        [state]
-        file = ""
-
-        [sounds]
-        directories = ["\(scratch.path)"]
-
-        [alsa_controls]
-        enabled = false
-        """.write(toFile: config, atomically: true, encoding: .utf8)
-        #expect(FileManager.default.createFile(atPath: log, contents: nil))
-        let logHandle = try #require(FileHandle(forWritingAtPath: log))
-        let hushd = Process()
-        // setpriv: a test that crashes cannot leave hushd running.
-        hushd.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        hushd.arguments = [
-            "--pdeathsig", "KILL", HushdTranscriptTests.hushd.path, "--config", config, "--console", "stdio",
-        ]
-        let console = Pipe()
-        hushd.standardInput = console
-        hushd.standardOutput = logHandle
-        hushd.standardError = logHandle
-        try hushd.run()
-        defer {
-            if hushd.isRunning {
-                kill(hushd.processIdentifier, SIGKILL)
-                hushd.waitUntilExit()
-            }
-        }
-        func silenceSwitch() -> String? {
-            guard let connection = try? HushdConnection(path: socket) else { return nil }
-            defer { connection.close() }
-            return (try? connection.status())?["silenceSwitch"] as? String
-        }
-        try Self.wait("the socket answering", log: log) { silenceSwitch() != nil }
-        console.fileHandleForWriting.write(Data("silence on\n".utf8))
-        try Self.wait("silence on", log: log) { silenceSwitch() == "silent" }
+        let hushd = try ConsoleHushd()
+        let socket = hushd.socket
+        func silenceSwitch() -> String? { (try? hushd.status())?["silenceSwitch"] as? String }
+        hushd.type("silence on")
+        try hushd.wait("silence on") { silenceSwitch() == "silent" }
 
         let silenced = try Self.hushctl(["--socket", socket, "ringtone", "--tone", "1000", "--for", "0.6"])
         #expect(silenced.status == 0, "\(silenced.output)")
@@ -114,16 +53,11 @@ struct HushctlRingerTests {
             ["--socket", socket, "ringtone", "--tone", "2000", "--category", "playback", "--for", "0.6"]
         )
         #expect(chosen.status == 0, "\(chosen.output)")
-        console.fileHandleForWriting.write(Data("silence off\n".utf8))
-        try Self.wait("silence off", log: log) { silenceSwitch() == "ring" }
+        hushd.type("silence off")
+        try hushd.wait("silence off") { silenceSwitch() == "ring" }
         let ringing = try Self.hushctl(["--socket", socket, "ringtone", "--tone", "700", "--for", "0.6"])
         #expect(ringing.status == 0, "\(ringing.output)")
-        hushd.terminate()
-        hushd.waitUntilExit()
-
-        let (samples, channels, rate) = try SoundFile.readPCM16(wav)
-        #expect(rate == Self.rate)
-        let left = ToneAnalysis.channel(0, of: samples.map { Float($0) / 32767 }, channels: channels)
+        let left = try hushd.finish()
         #expect(left.count > Self.rate * 2, "hushd wrote \(left.count) frames")
         // 100-ms windows every 50 ms, each tone's level in each.
         let window = Self.rate / 10

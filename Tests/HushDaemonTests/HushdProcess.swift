@@ -356,3 +356,97 @@ extension RunningHushd {
         throw HushdTestFailure("hushd did not answer on \(path) within \(seconds) s; its log:\n\(log)")
     }
 }
+
+/// The built hushd with its console on a pipe (typed into with ``type(_:)``: the switch, the jack, media keys, a
+/// session by hand), the silence switch a terminal control, and its mix in `wav` (the WAV fallback, paced like a
+/// device).
+final class ConsoleHushd {
+    let scratch: ScratchDirectory
+    let process = Process()
+    let console = Pipe()
+    var socket: String { scratch.path + "/control.sock" }
+    var wav: String { scratch.path + "/mix.wav" }
+    var log: String { scratch.path + "/hushd.log" }
+
+    init() throws {
+        try ALSADeviceTests.requireTools()
+        scratch = try ScratchDirectory(prefix: "hush-console")
+        let config = scratch.path + "/hushd.toml"
+        try """
+        [output]
+        pcm = "hw:CARD=HushNoSuchCard,DEV=0"
+        fallback_wav = "\(wav)"
+        realtime_priority = 0
+
+        [inputs.silence_switch]
+        kind = "terminal"
+
+        [control]
+        socket = "\(socket)"
+        group = ""
+
+        [state]
+        file = ""
+
+        [alsa_controls]
+        enabled = false
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try #require(FileHandle(forWritingAtPath: log))
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = [
+            "--pdeathsig", "KILL", HushdTranscriptTests.hushd.path, "--config", config, "--console", "stdio",
+        ]
+        process.standardInput = console
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        try wait("the socket answering") { (try? status()) != nil }
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    func type(_ line: String) { console.fileHandleForWriting.write(Data((line + "\n").utf8)) }
+
+    func status() throws -> [String: Any] {
+        let connection = try HushdConnection(path: socket)
+        defer { connection.close() }
+        return try connection.status()
+    }
+
+    var streams: [[String: Any]] { ((try? status())?["streams"] as? [[String: Any]]) ?? [] }
+
+    func state(of application: ALSADeviceTests.Application) -> String? {
+        let pid = Int(application.process.processIdentifier)
+        return streams.first { $0["pid"] as? Int == pid }?["state"] as? String
+    }
+
+    /// The console's newest session (an `activate` just typed).
+    func newestConsoleSession() -> Int? {
+        let sessions = ((try? status())?["sessions"] as? [[String: Any]]) ?? []
+        return sessions.filter { $0["pid"] == nil }.compactMap { $0["id"] as? Int }.max()
+    }
+
+    func wait(_ what: String, seconds: Double = 10, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            guard Date() < deadline else {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                throw HushdTestFailure("\(what) did not happen within \(seconds) s; hushd's log:\n\(text)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    /// Stops hushd and returns its mix (left channel).
+    func finish() throws -> [Float] {
+        process.terminate()
+        process.waitUntilExit()
+        return try ALSADeviceTests.mix(wav)
+    }
+}
