@@ -62,16 +62,7 @@ struct ALSAMusicPlayerTests {
 
         @discardableResult
         func mpc(_ arguments: [String]) throws -> (status: Int32, output: String) {
-            let mpc = Process()
-            mpc.executableURL = URL(fileURLWithPath: "/usr/bin/mpc")
-            mpc.arguments = ["-h", socket] + arguments
-            let pipe = Pipe()
-            mpc.standardOutput = pipe
-            mpc.standardError = pipe
-            try mpc.run()
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
-            mpc.waitUntilExit()
-            return (mpc.terminationStatus, String(decoding: data, as: UTF8.self))
+            try runToEnd(URL(fileURLWithPath: "/usr/bin/mpc"), ["-h", socket] + arguments)
         }
     }
 

@@ -21,16 +21,7 @@ struct HushctlRingerTests {
 
     /// Runs the built hushctl to its end; returns its status and what it printed.
     static func hushctl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = HushctlTests.hushctl
-        process.arguments = arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stdout
-        try process.run()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try runToEnd(HushctlTests.hushctl, arguments)
     }
 
     @Test("silence on: `ringtone --tone` is silent and `alarm --tone` is heard; silence off: the ringtone rings")

@@ -450,3 +450,17 @@ final class ConsoleHushd {
         return try ALSADeviceTests.mix(wav)
     }
 }
+
+/// Runs a program to its end; returns its exit status and what it printed (standard output and error together).
+func runToEnd(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
