@@ -235,6 +235,31 @@ public final class Daemon {
         }
     }
 
+    private var microphoneFailures = 0
+    private var microphoneLastFailure: Instant?
+    private var microphoneFailing = false
+
+    /// Says once that the microphone stopped delivering (its reads fail), and once that it delivers again (no
+    /// failed read for 200 ms).
+    private func reportMicrophone() {
+        guard let microphone, let pcm = setup.capturePCM else { return }
+        let now = clock.now()
+        let failures = microphone.failedReads.load(ordering: .relaxed)
+        if failures > microphoneFailures { microphoneLastFailure = now }
+        microphoneFailures = failures
+        let failing = microphoneLastFailure.map { now - $0 < .milliseconds(200) } ?? false
+        guard failing != microphoneFailing else { return }
+        microphoneFailing = failing
+        if failing {
+            let text =
+                "microphone \(pcm): reads fail (the device is gone or broken); recorders get silence meanwhile, "
+                + "and hushd tries again every 10 ms"
+            logger.warning("\(text)")
+        } else {
+            logger.notice("microphone \(pcm) delivers again")
+        }
+    }
+
     /// Runs until a signal or ``stopRequested``; returns the exit status.
     public func run(signals: SignalDescriptor? = nil) -> Int32 {
         let signalWatcher = signals.map { SignalParticipant(signals: $0, daemon: self) }
@@ -253,6 +278,7 @@ public final class Daemon {
     /// Lets time pass: button repeats, finished voices, streams, output telemetry, and the output's devices: those
     /// the audio thread let go of are closed here, and a lost one is reopened here, never on the audio thread.
     public func service() {
+        reportMicrophone()
         audio.service(at: policyTime())
         output?.service()
         retryPendingRoute()

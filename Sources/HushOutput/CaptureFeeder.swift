@@ -19,6 +19,9 @@ public final class CaptureFeeder: @unchecked Sendable {
     public let capture: ALSACapture
     /// Frames dropped because the ring was full.
     public let dropped = Atomic<Int>(0)
+    /// Reads that got nothing (the device failed and did not recover: a USB microphone pulled out). Each waits
+    /// 10 ms before the next try, so a dead device never spins the thread, which may run SCHED_FIFO.
+    public let failedReads = Atomic<Int>(0)
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
 
@@ -80,7 +83,12 @@ public final class CaptureFeeder: @unchecked Sendable {
         var float = [Float](repeating: 0, count: frames * channels)
         while running.load(ordering: .relaxed) {
             let read = pcm.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
-            guard read > 0 else { continue }
+            guard read > 0 else {
+                failedReads.add(1, ordering: .relaxed)
+                var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+                nanosleep(&pause, nil)
+                continue
+            }
             for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
             let written = float.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: read) }
             if written < read { dropped.add(read - written, ordering: .relaxed) }
