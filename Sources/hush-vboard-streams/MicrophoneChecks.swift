@@ -191,8 +191,11 @@ let microphoneChecks: [Check] = [
             let secondLit = light(becomes: "1")
             let firstID = stream(of: first)?.stream["id"] as? Int ?? -1
             let secondID = stream(of: second)?.stream["id"] as? Int ?? -1
+            // A stream's "microphone" flag is set by the audio thread's next period after the gate opens (the
+            // light is the gate): asked at once, an emulator's stall can leave it unset.
+            sleep(.milliseconds(300))
             let both = try microphoneHolders()
-            sleep(.milliseconds(1500))
+            sleep(.milliseconds(1200))
             // kill -9 of a recording client: its session ends (R10) and the light goes out.
             let killed = monotonicNow()
             second.signal(SIGKILL)
