@@ -1,6 +1,5 @@
 import CHushWire
 import Foundation
-import HushSystem
 import HushTesting
 import Testing
 
@@ -12,63 +11,11 @@ import Glibc
 /// `hush` device: random bytes over the shared header and impossible ring counters, a stream that is started and
 /// never written, a recorder that never reads, a process that opens streams without end. The tone must stay clean
 /// (its level steady in every 20 ms window, none missing), hushd must keep running, refuse past its limits and
-/// say who misbehaved.
+/// say who misbehaved. The raw client is HushTesting's `RawStreamClient`; the virtual board runs the same clients
+/// beside an unmodified aplay on real snd-aloop (`streams-hostile-clients-leave-others-clean`,
+/// Sources/hush-vboard-streams/HostileChecks.swift).
 @Suite("Hostile stream clients", .serialized)
 struct HostileStreamTests {
-    /// A raw stream client: the protocol by hand, the shared memory mapped.
-    final class RawStream {
-        let connection: HushdConnection
-        var memfd: Int32 = -1
-        var eventfd: Int32 = -1
-        var mapped: UnsafeMutableRawPointer?
-        var bytes = 0
-        var id = 0
-        var reply: [String: Any] = [:]
-
-        /// Opens a stream; `reply["ok"]` says whether hushd took it.
-        init(socket: String, direction: String, category: String, rate: Int = 48000, frames: Int = 4800) throws {
-            connection = try HushdConnection(path: socket)
-            let line =
-                #"{"command":"open-stream","id":1,"direction":"\#(direction)","category":"\#(category)","#
-                + #""rate":\#(rate),"channels":2,"format":"S16_LE","bufferFrames":\#(frames),"name":"hostile"}"#
-                + "\n"
-            try connection.send(line)
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            var descriptors: [Int32] = []
-            var text = ""
-            let deadline = Date().addingTimeInterval(5)
-            while !text.contains("\n") && Date() < deadline {
-                var ready = pollfd(fd: connection.fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&ready, 1, 100) > 0 else { continue }
-                switch UnixSocket.receive(connection.fd, into: &buffer, descriptors: &descriptors) {
-                case .bytes(let count): text += String(decoding: buffer[0..<count], as: UTF8.self)
-                default: throw HushdTestFailure("hushd closed the connection: \(text)")
-                }
-            }
-            reply = try HushdConnection.object(String(text.prefix { $0 != "\n" }))
-            guard reply["ok"] as? Bool == true else { return }
-            guard descriptors.count == 2 else { throw HushdTestFailure("\(descriptors.count) descriptors came") }
-            memfd = descriptors[0]
-            eventfd = descriptors[1]
-            id = ((reply["stream"] as? [String: Any])?["id"] as? Int) ?? 0
-            var info = stat()
-            fstat(memfd, &info)
-            bytes = Int(info.st_size)
-            mapped = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0)
-        }
-
-        func act(_ action: String) throws {
-            _ = try connection.request(#"{"command":"stream","id":2,"stream":\#(id),"action":"\#(action)"}"#)
-        }
-
-        deinit {
-            if let mapped { munmap(mapped, bytes) }
-            if memfd >= 0 { close(memfd) }
-            if eventfd >= 0 { close(eventfd) }
-            connection.close()
-        }
-    }
-
     @Test("random header bytes, silent and deaf streams and 100 opens leave aplay's tone clean")
     func hostileClientsDoNotDisturbOthers() throws {
         try ALSADeviceTests.requireTools()
@@ -87,46 +34,30 @@ struct HostileStreamTests {
                 ALSADeviceTests.streams(hushd).contains { $0["state"] as? String == "running" }
             }
             // 1. Random bytes over the whole header and impossible counters, for a second, from a started stream.
-            let scribbler = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
-            #expect(scribbler.reply["ok"] as? Bool == true, "\(scribbler.reply)")
+            let scribbler = try RawStreamClient(socket: hushd.socket, direction: "playback", category: "ambient")
+            #expect(scribbler.opened, "\(scribbler.reply)")
+            #expect(scribbler.headerBytes == Int(HUSH_WIRE_HEADER_BYTES), "the header is where the wire puts it")
             // The memory is sealed: shrinking it under hushd (which would make hushd fault) is refused.
-            #expect(ftruncate(scribbler.memfd, 0) == -1 && errno == EPERM, "a stream's memfd must not shrink")
+            #expect(scribbler.shrink() == EPERM, "a stream's memfd must not shrink")
             try scribbler.act("start")
             // 2. A stream started and never written; 3. a recorder started and never read.
-            let silent = try RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
+            let silent = try RawStreamClient(socket: hushd.socket, direction: "playback", category: "ambient")
             try silent.act("start")
-            let deaf = try RawStream(socket: hushd.socket, direction: "capture", category: "record", frames: 1024)
-            #expect(deaf.reply["ok"] as? Bool == true, "\(deaf.reply)")
+            let deaf = try RawStreamClient(
+                socket: hushd.socket,
+                direction: "capture",
+                category: "record",
+                bufferFrames: 1024
+            )
+            #expect(deaf.opened, "\(deaf.reply)")
             try deaf.act("start")
             var generator = SeededGenerator(seed: 19)
-            let header = try #require(scribbler.mapped)
-            let end = Date().addingTimeInterval(1.0)
-            while Date() < end {
-                for offset in stride(from: 0, to: Int(HUSH_WIRE_HEADER_BYTES), by: 8) {
-                    header.storeBytes(
-                        of: UInt64.random(in: .min ... .max, using: &generator),
-                        toByteOffset: offset,
-                        as: UInt64.self
-                    )
-                }
-                usleep(500)
-            }
+            scribbler.scribbleHeader(for: .seconds(1), using: &generator)
             // 4. One process opening streams without end: refused past [streams] max_streams_per_process (8) and
             // [control] max_clients_per_process, each refusal with a reason; hushd keeps serving others.
-            var opened: [RawStream] = []
-            var refusals: [String] = []
-            for _ in 0..<100 {
-                guard let stream = try? RawStream(socket: hushd.socket, direction: "playback", category: "ambient")
-                else {
-                    refusals.append("connection refused")
-                    continue
-                }
-                if stream.reply["ok"] as? Bool == true {
-                    opened.append(stream)
-                } else {
-                    refusals.append(((stream.reply["error"] as? [String: Any])?["code"] as? String) ?? "?")
-                }
-            }
+            let flood = RawStreamClient.openMany(100, socket: hushd.socket)
+            var opened = flood.opened
+            let refusals = flood.refusals
             let status = try hushd.status()
             let streams = (status["streams"] as? [[String: Any]]) ?? []
             let scribbled = streams.first { $0["id"] as? Int == scribbler.id }
