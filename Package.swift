@@ -131,7 +131,7 @@ let package = Package(
             name: "HushRender",
             dependencies: [
                 "HushCore", "HushPolicy", "HushALSA", "HushAudioFile", "HushMixer", "HushOutput", "HushConsole",
-                "HushConfiguration", "HushSystem", .product(name: "Logging", package: "swift-log"),
+                "HushConfiguration", "HushStreams", "HushSystem", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -7,6 +7,7 @@ import HushCore
 import HushMixer
 import HushOutput
 import HushPolicy
+import HushStreams
 import HushSystem
 import Logging
 
@@ -43,8 +44,11 @@ public final class ScenarioRenderer {
     private var policy: AudioPolicy { audio.policy }
     private var engine: MixerEngine { audio.engine }
     private var controller: MixerController { audio.mixer }
-    /// Live captures feeding voices (`play` only); kept until the engine no longer reads them.
-    private var feeders: [CaptureFeeder] = []
+    /// Live captures (`play` only), one per capture device the scenario names, each read by its router once per
+    /// period and relayed to the sessions that name it; kept until the audio thread has stopped.
+    private var captures: [String: (feeder: CaptureFeeder, router: CaptureRouter)] = [:]
+    /// Each capture session's relay; a relay is let go with the renderer (the mixer may still read its ring).
+    private var relays: [(session: SessionID, relay: CaptureRelay, router: CaptureRouter)] = []
     private var live = false
     /// False while soaking: hours of decisions and timeline would be growth of the renderer's own making.
     private var keepsRecord = true
@@ -167,8 +171,11 @@ public final class ScenarioRenderer {
     {
         let clock = SystemClock()
         live = true
-        defer { for feeder in feeders { feeder.stop() } }
+        try openCaptures()
+        defer { for capture in captures.values { capture.feeder.stop() } }
         let output = AudioOutputThread(engine: engine, playback: playback, priority: priority, logger: logger)
+        let routers = CaptureRouters(captures.values.map(\.router))
+        if !captures.isEmpty { output.periodHook = routers.hook }
         do {
             try output.start()
         } catch {
@@ -187,6 +194,7 @@ public final class ScenarioRenderer {
                 next += 1
             }
             audio.service(at: now)
+            gateRelays()
             // Closes what the audio thread let go of and reopens a lost device, off the real-time thread.
             output.service()
             let underruns = output.counters.underruns.load(ordering: .relaxed)
@@ -263,26 +271,51 @@ public final class ScenarioRenderer {
         }
     }
 
+    /// Opens every capture device the scenario names, before the audio thread starts (its period hook reads
+    /// them), so one that does not open stops the scenario at once, naming its first line.
+    private func openCaptures() throws(RenderError) {
+        for step in scenario.steps {
+            guard case .capture(let pcm)? = step.sound, captures[pcm] == nil else { continue }
+            do {
+                let feeder = try CaptureFeeder(
+                    pcm: pcm,
+                    sampleRate: format.sampleRate,
+                    channels: format.channels,
+                    periodFrames: periodFrames
+                )
+                try feeder.start()
+                captures[pcm] = (feeder, CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames))
+            } catch {
+                throw RenderError(description: "line \(step.line): \(error.description)")
+            }
+        }
+    }
+
+    /// A capture session's sound: a relay of its device's router, played by the session's voice.
     private func attachCapture(_ id: SessionID, pcm: String, line: Int) throws(RenderError) {
-        guard live else {
+        guard live, let capture = captures[pcm] else {
             throw RenderError(description: "line \(line): capture=\(pcm) is live audio: use hushd play, not render")
         }
+        for old in relays where old.session == id { old.router.remove(old.relay) }
+        let relay = CaptureRelay(channels: format.channels, maxFrames: format.maxFrames, ringFrames: periodFrames * 8)
         do {
-            let feeder = try CaptureFeeder(
-                pcm: pcm,
-                sampleRate: format.sampleRate,
-                channels: format.channels,
-                periodFrames: periodFrames
-            )
-            try feeder.start()
-            feeders.append(feeder)
-            try audio.attach(ring: feeder.ring, to: id)
-        } catch let error as AudioController.SoundError {
-            throw RenderError(description: "line \(line): \(error.description)")
-        } catch let error as HardwareError {
-            throw RenderError(description: "line \(line): \(error.description)")
+            try audio.attach(ring: relay.ring, to: id)
         } catch {
-            throw RenderError(description: "line \(line): \(error)")
+            throw RenderError(description: "line \(line): \(error.description)")
         }
+        capture.router.add(relay)
+        relays.append((id, relay, capture.router))
+        gateRelays()
+    }
+
+    /// A relay hears its device only while its session plays: paused, interrupted or ended, it writes nothing, and
+    /// its session resumes with live audio.
+    private func gateRelays() {
+        for (session, relay, _) in relays {
+            var playing = false
+            if case .playing? = policy.session(session)?.state { playing = true }
+            relay.allowed.store(playing, ordering: .relaxed)
+        }
+        for capture in captures.values { capture.router.reap() }
     }
 }

@@ -1,12 +1,13 @@
 import HushCore
 import HushMixer
 
-/// Hands the microphone to the capture streams, once per period, on the audio thread: the one place where the
-/// microphone's frames are read, so every stream of a period gets the same frames (a call and a recorder hear the
-/// same thing), and where a stream that may not hear them gets silence instead.
+/// Hands the microphone to its consumers — applications' capture streams, and relays onto a bus — once per period,
+/// on the audio thread: the one place where the microphone's frames are read, so every consumer of a period gets
+/// the same frames (a call and a recorder hear the same thing), and where one that may not hear them gets silence
+/// instead.
 ///
-/// Streams come and go through a command ring, as voices do; a removed stream is confirmed through ``released``
-/// before its memory may be freed.
+/// Consumers come and go through a command ring, as voices do; a removed one is let go (``reap()``) only once the
+/// audio thread confirms it no longer touches it.
 public final class CaptureRouter: @unchecked Sendable {
     public static let capacity = 64
     private enum Command: BitwiseCopyable {
@@ -22,7 +23,7 @@ public final class CaptureRouter: @unchecked Sendable {
     private let scratch: UnsafeMutablePointer<Float>
     private let maxFrames: Int
     /// Control side: streams added and not yet confirmed released.
-    private var held: [ObjectIdentifier: CaptureStream] = [:]
+    private var held: [ObjectIdentifier: CaptureConsumer] = [:]
     private var pendingCommands: [Command] = []
 
     public init(microphone: SampleRing?, maxFrames: Int) {
@@ -53,13 +54,13 @@ public final class CaptureRouter: @unchecked Sendable {
     public var hasRoom: Bool { held.count < Self.capacity }
 
     /// Control side: starts handing periods to `stream` (it keeps them until ``remove(_:)``).
-    public func add(_ stream: CaptureStream) {
+    public func add(_ stream: CaptureConsumer) {
         held[ObjectIdentifier(stream)] = stream
         send(.add(Unmanaged.passUnretained(stream).toOpaque()))
     }
 
     /// Control side: stops handing periods to `stream`; it is let go once the audio thread confirms.
-    public func remove(_ stream: CaptureStream) {
+    public func remove(_ stream: CaptureConsumer) {
         send(.remove(Unmanaged.passUnretained(stream).toOpaque()))
     }
 
@@ -67,7 +68,7 @@ public final class CaptureRouter: @unchecked Sendable {
     public func reap() {
         flush()
         while let pointer = releasedRing.pop() {
-            let stream = Unmanaged<CaptureStream>.fromOpaque(pointer).takeUnretainedValue()
+            let stream = Unmanaged<CaptureConsumer>.fromOpaque(pointer).takeUnretainedValue()
             held[ObjectIdentifier(stream)] = nil
         }
     }
@@ -112,9 +113,37 @@ public final class CaptureRouter: @unchecked Sendable {
         }
         for index in 0..<count {
             guard let pointer = slots[index] else { continue }
-            Unmanaged<CaptureStream>.fromOpaque(pointer)._withUnsafeGuaranteedRef { stream in
+            Unmanaged<CaptureConsumer>.fromOpaque(pointer)._withUnsafeGuaranteedRef { stream in
                 if stream.running.load(ordering: .relaxed) {
                     stream.deliver(source, channels: channels, frames: frames)
+                }
+            }
+        }
+    }
+}
+
+/// Several capture devices, each with its router (a scenario that relays two inputs), behind the audio thread's
+/// one period hook: each router runs in turn after the period's mix.
+public final class CaptureRouters: @unchecked Sendable {
+    public let routers: [CaptureRouter]
+    private let pointers: UnsafeMutableBufferPointer<UnsafeMutableRawPointer>
+
+    public init(_ routers: [CaptureRouter]) {
+        self.routers = routers
+        pointers = .allocate(capacity: routers.count)
+        for (index, router) in routers.enumerated() {
+            pointers[index] = Unmanaged.passUnretained(router).toOpaque()
+        }
+    }
+
+    deinit { pointers.deallocate() }
+
+    /// The hook the audio thread calls after each period's mix; this object must outlive the thread's use of it.
+    public var hook: PeriodHook {
+        PeriodHook(context: Unmanaged.passUnretained(self).toOpaque()) { context, frames in
+            Unmanaged<CaptureRouters>.fromOpaque(context)._withUnsafeGuaranteedRef { group in
+                for pointer in group.pointers {
+                    Unmanaged<CaptureRouter>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.period(frames: frames) }
                 }
             }
         }

@@ -13,11 +13,10 @@ import Synchronization
 /// overrun); hushd never waits for it.
 ///
 /// - Important: ``deliver(_:channels:frames:)`` runs on the audio thread.
-public final class CaptureStream: @unchecked Sendable {
+public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
     public let memory: StreamMemory
     public let geometry: StreamGeometry
     let converter: RateConverter?
-    let channels: Int
     let ringFrames: UInt64
     let frameBytes: Int
     private var written: UInt64 = 0
@@ -26,25 +25,17 @@ public final class CaptureStream: @unchecked Sendable {
     private let converted: UnsafeMutablePointer<Float>
     private let convertedCapacity: Int
 
-    // Control side → audio thread.
-    /// Started by the application (else nothing is delivered).
-    public let running = Atomic<Bool>(false)
-    /// The policy lets this stream hear the microphone (active, not interrupted, re-activated since).
-    public let allowed = Atomic<Bool>(false)
-
     // Audio thread → control side.
     /// Frames dropped because the client did not read them.
     public let overrunFrames = Atomic<Int>(0)
     /// Periods in which the client's counter was impossible (and clamped).
     public let violations = Atomic<Int>(0)
-    /// Whether the last period delivered microphone frames (not silence).
-    public let hearing = Atomic<Bool>(false)
 
     public init(memory: StreamMemory, mixerRate: Int, maxFrames: Int) throws(StreamError) {
         self.memory = memory
         geometry = memory.geometry
         precondition(geometry.direction == .capture)
-        channels = geometry.channels
+        let channels = geometry.channels
         ringFrames = UInt64(geometry.ringFrames)
         frameBytes = geometry.frameBytes
         converter = try StreamGeometry.converter(channels: channels, from: mixerRate, to: geometry.rate)
@@ -53,6 +44,7 @@ public final class CaptureStream: @unchecked Sendable {
         convertedCapacity = Int((Double(maxFrames) * Double(geometry.rate) / Double(mixerRate)).rounded(.up)) + 64
         converted = .allocate(capacity: convertedCapacity * channels)
         converted.initialize(repeating: 0, count: convertedCapacity * channels)
+        super.init(channels: channels)
     }
 
     deinit {
@@ -66,24 +58,8 @@ public final class CaptureStream: @unchecked Sendable {
 
     /// Audio thread: one period of `frames` frames at the mixer's rate with `sourceChannels` channels — the
     /// microphone's, or nil for silence.
-    func deliver(_ source: UnsafePointer<Float>?, channels sourceChannels: Int, frames: Int) {
-        let microphone = source != nil && allowed.load(ordering: .relaxed)
-        hearing.store(microphone, ordering: .relaxed)
-        if microphone, let source {
-            switch (sourceChannels, channels) {
-            case (1, 2):
-                for i in 0..<frames {
-                    mapped[2 * i] = source[i]
-                    mapped[2 * i + 1] = source[i]
-                }
-            case (2, 1):
-                for i in 0..<frames { mapped[i] = 0.5 * (source[2 * i] + source[2 * i + 1]) }
-            default:
-                mapped.update(from: source, count: frames * channels)
-            }
-        } else {
-            mapped.update(repeating: 0, count: frames * channels)
-        }
+    override func deliver(_ source: UnsafePointer<Float>?, channels sourceChannels: Int, frames: Int) {
+        let microphone = take(source, channels: sourceChannels, frames: frames, into: mapped)
         if let converter {
             let made = converter.process(mapped, frames: frames, into: converted, capacity: convertedCapacity).made
             write(converted, count: made)

@@ -318,8 +318,15 @@ let outputChecks: [Check] = [
     },
     Check(name: "output-live-capture-into-music-bus") {
         // A program plays a 440 Hz tone into snd-aloop's second substream; hushd captures it as a live voice on
-        // the music bus (playback category), mixes it out through the first substream; unplugging pauses it (R5).
-        try require(system("/payload/hush-vboard-check --tone hw:Loopback,0,1 6 >/tmp/tone.log 2>&1 &") == 0, "no tone")
+        // the music bus (playback category) through a capture router and relay (the recorders' path), and mixes it
+        // out through the first substream. Unplugging pauses it (R5) and its relay hears nothing; plugged and
+        // played again, it is live at once.
+        try require(
+            system("/payload/hush-vboard-check --tone hw:Loopback,0,1 15 >/tmp/tone.log 2>&1 &") == 0,
+            "no tone"
+        )
+        // Long enough for a slow hushd start; stopped with the check, so the loopback is free for the next one.
+        defer { _ = system("pkill -f 'hush-vboard-check --tone hw:Loopback,0,1'") }
         sleep(.milliseconds(300))
         try playInBackground(
             """
@@ -327,10 +334,12 @@ let outputChecks: [Check] = [
             0 activate 1 music playback capture=hw:Loopback,1,1
             0 play 1
             2.5 unplug
-            4.5 end
+            4.5 plug
+            4.5 play 1
+            6.5 end
             """
         )
-        let samples = try record("hw:Loopback,1,0", seconds: 5, periodFrames: 512).samples
+        let samples = try record("hw:Loopback,1,0", seconds: 7, periodFrames: 512).samples
         let log = awaitPlaySummary(seconds: 5)
         guard let onset = stride(from: 0.0, to: 2.0, by: 0.01).first(where: { level(440, samples, at: $0) > -40 })
         else { throw CheckFailure("the captured tone never came out of hushd: \(log)") }
@@ -338,8 +347,14 @@ let outputChecks: [Check] = [
         // (played as silence): the level is judged on the best window of the first two seconds.
         let live = stride(from: onset + 0.3, to: onset + 2.2, by: 0.1).map { level(440, samples, at: $0) }.max() ?? -240
         try require(abs(live - (-30.02)) < 1.5, "the live voice at system volume 8 should be -30 dBFS, is \(live)")
-        let paused = stride(from: onset + 2.9, to: onset + 4.0, by: 0.1).map { level(440, samples, at: $0) }.max() ?? 0
+        let paused = stride(from: onset + 2.9, to: onset + 4.4, by: 0.1).map { level(440, samples, at: $0) }.max() ?? 0
         try require(paused < -80, "after the unplug the live voice is paused (R5): \(paused) dBFS")
-        print("  live capture at \(Int(live.rounded())) dBFS, paused by the unplug")
+        let again =
+            stride(from: onset + 4.8, to: onset + 6.2, by: 0.1).map { level(440, samples, at: $0) }.max() ?? -240
+        try require(abs(again - (-30.02)) < 1.5, "plugged and played again, the live voice is back: \(again) dBFS")
+        print(
+            "  live capture at \(Int(live.rounded())) dBFS, paused by the unplug (\(Int(paused.rounded())) dBFS), "
+                + "back at \(Int(again.rounded())) dBFS when plugged and played"
+        )
     },
 ]

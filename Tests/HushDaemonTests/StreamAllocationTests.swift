@@ -11,8 +11,8 @@ import Glibc
 
 /// The audio thread's work for applications' streams allocates nothing: eight playback streams (four converted
 /// from 44.1, 22.05, 16 and 8 kHz, four at the mixer's rate, in every sample format) mixed by the engine, and four
-/// capture streams fed through the capture router, period after period while the "clients" keep writing and
-/// reading. Counted with the test executable's own malloc (Tests/CAllocationCounter) on this thread.
+/// capture streams and a relay onto the music bus fed with a mono microphone through the capture router, period
+/// after period while the "clients" keep writing and reading. Counted with the test executable's own malloc (Tests/CAllocationCounter) on this thread.
 @Suite("Streams on the audio thread: no allocation")
 struct StreamAllocationTests {
     static let rate = 48000
@@ -59,7 +59,7 @@ struct StreamAllocationTests {
         }
     }
 
-    @Test("8 playback and 4 capture streams: 0 allocations and 0 frees in 2000 periods after warm-up")
+    @Test("8 playback and 4 capture streams and a relay: 0 allocations and 0 frees in 2000 periods after warm-up")
     func noAllocation() throws {
         let engine = MixerEngine(format: MixerFormat(sampleRate: Self.rate, channels: 2, maxFrames: Self.period))
         let controller = MixerController(engine: engine)
@@ -86,7 +86,15 @@ struct StreamAllocationTests {
             try controller.attach(session, bus: .music, pull: stream.voice)
             controller.apply(.resume(session))
         }
-        let router = CaptureRouter(microphone: nil, maxFrames: Self.period)
+        let microphone = SampleRing(frames: 4096, channels: 1)
+        defer { microphone.deallocate() }
+        let speech = [Float](repeating: 0.25, count: Self.period)
+        let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
+        let relay = CaptureRelay(channels: 2, maxFrames: Self.period, ringFrames: 512)
+        relay.allowed.store(true, ordering: .relaxed)
+        router.add(relay)
+        try controller.attach(SessionID(50), bus: .music, ring: relay.ring)
+        controller.apply(.resume(SessionID(50)))
         var readers: [Writer] = []
         var captures: [CaptureStream] = []
         for (index, rate) in [16000, 48000, 44100, 8000].enumerated() {
@@ -108,12 +116,17 @@ struct StreamAllocationTests {
             captures.append(capture)
             readers.append(try Writer(memory))
         }
-        let hook = router.hook
+        let routers = CaptureRouters([router])
+        let hook = routers.hook
         let output = UnsafeMutableRawPointer.allocate(byteCount: Self.period * 2 * 4, alignment: 16)
         defer { output.deallocate() }
-        func period() {
+        func render() {
             engine.render(frames: Self.period, into: output, sampleFormat: .s16LE)
             hook.call(hook.context, Self.period)
+        }
+        func period() {
+            _ = speech.withUnsafeBufferPointer { microphone.write($0.baseAddress!, frames: Self.period) }
+            render()
         }
         // Warm-up: commands applied, converters primed, every stream moving.
         for _ in 0..<200 {
@@ -127,8 +140,10 @@ struct StreamAllocationTests {
             // The clients' work happens on their own threads in life; here it is outside the counted part.
             for writer in writers { writer.write() }
             for reader in readers { reader.read() }
+            // The microphone's own thread writes its period.
+            _ = speech.withUnsafeBufferPointer { microphone.write($0.baseAddress!, frames: Self.period) }
             let before = (hush_allocations_on_this_thread(), hush_frees_on_this_thread())
-            period()
+            render()
             allocations += hush_allocations_on_this_thread() - before.0
             frees += hush_frees_on_this_thread() - before.1
         }
@@ -145,7 +160,13 @@ struct StreamAllocationTests {
             let position = Double(capture.memory.serverPosition)
             #expect(abs(position - expected) < 300, "capture \(capture.geometry.rate) Hz: \(position) of \(expected)")
         }
-        withExtendedLifetime((controller, router, playback, captures)) {}
+        let relayed = (
+            hearing: relay.hearing.load(ordering: .relaxed), dropped: relay.droppedFrames.load(ordering: .relaxed)
+        )
+        #expect(relayed.hearing && relayed.dropped == 0, "the relay: \(relayed)")
+        let hearing = captures.map { $0.hearing.load(ordering: .relaxed) }
+        #expect(hearing == [true, false, true, false])
+        withExtendedLifetime((controller, routers, playback, captures, relay)) {}
     }
 }
 

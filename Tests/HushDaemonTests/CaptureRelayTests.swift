@@ -1,0 +1,96 @@
+import HushCore
+import HushMixer
+import HushStreams
+import Testing
+
+/// A capture device relayed onto a bus (`hushd play`'s `capture=PCM`) through the capture router, the path
+/// applications' recorders take: the voice plays what the device gave one period earlier, only while the relay is
+/// allowed, and a session that was held comes back with live audio, not with what was captured meanwhile.
+@Suite("A capture relayed onto the music bus")
+struct CaptureRelayTests {
+    static let period = 64
+
+    /// The engine, a mono "microphone" whose period `k` holds the value `k / 1000`, and a relay on session 1.
+    final class Rig {
+        let engine = MixerEngine(
+            format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: CaptureRelayTests.period)
+        )
+        let controller: MixerController
+        let microphone = SampleRing(frames: 4096, channels: 1)
+        let router: CaptureRouter
+        let relay = CaptureRelay(channels: 2, maxFrames: CaptureRelayTests.period, ringFrames: 512)
+        let routers: CaptureRouters
+        let output = UnsafeMutablePointer<Float>.allocate(capacity: CaptureRelayTests.period * 2)
+        var index = 0
+
+        init() throws {
+            controller = MixerController(engine: engine)
+            router = CaptureRouter(microphone: microphone, maxFrames: CaptureRelayTests.period)
+            routers = CaptureRouters([router])
+            router.add(relay)
+            try controller.attach(SessionID(1), bus: .music, ring: relay.ring)
+            controller.apply(.resume(SessionID(1)))
+        }
+
+        deinit {
+            microphone.deallocate()
+            output.deallocate()
+        }
+
+        /// One period: the microphone's thread writes period `index`, the engine mixes, the router runs after the
+        /// mix (as on the audio thread). Returns the period's first left sample and the microphone's value.
+        @discardableResult
+        func period() -> (out: Float, microphone: Float) {
+            index += 1
+            let value = Float(index) / 1000
+            let frames = [Float](repeating: value, count: CaptureRelayTests.period)
+            _ = frames.withUnsafeBufferPointer { microphone.write($0.baseAddress!, frames: CaptureRelayTests.period) }
+            engine.render(frames: CaptureRelayTests.period, into: output, sampleFormat: .floatLE)
+            let hook = routers.hook
+            hook.call(hook.context, CaptureRelayTests.period)
+            return (output[CaptureRelayTests.period * 2 - 2], value)
+        }
+    }
+
+    @Test("allowed: each period plays the microphone's previous one, at one gain")
+    func relaysThePreviousPeriod() throws {
+        let rig = try Rig()
+        rig.relay.allowed.store(true, ordering: .relaxed)
+        for _ in 0..<20 { rig.period() }  // past the 5 ms fade-in
+        var ratios: [Float] = []
+        for _ in 0..<20 {
+            let (out, value) = rig.period()
+            ratios.append(out / (value - 0.001))
+        }
+        let gain = ratios[0]
+        #expect(gain > 0.1, "the relayed level: \(ratios)")
+        #expect(ratios.allSatisfy { abs($0 - gain) < 1e-3 * gain }, "one period late at one gain: \(ratios)")
+        let hearing = rig.relay.hearing.load(ordering: .relaxed)
+        #expect(hearing)
+    }
+
+    @Test("not allowed: silence; allowed again: live audio at once, not what was captured meanwhile")
+    func gatedAndLiveAgain() throws {
+        let rig = try Rig()
+        rig.relay.allowed.store(true, ordering: .relaxed)
+        for _ in 0..<20 { rig.period() }
+        let gain = rig.period().out / (Float(rig.index - 1) / 1000)
+        // Held: the session pauses and the relay is closed, as the renderer does when the policy pauses it.
+        rig.controller.apply(.pause(SessionID(1)))
+        rig.relay.allowed.store(false, ordering: .relaxed)
+        var held: [Float] = []
+        for _ in 0..<100 { held.append(rig.period().out) }
+        #expect(held.suffix(90).allSatisfy { $0 == 0 }, "silent while held: \(held.suffix(90).max() ?? 0)")
+        let hearingWhileHeld = rig.relay.hearing.load(ordering: .relaxed)
+        #expect(!hearingWhileHeld)
+        // Released: the first sound is the microphone's last period, not one of the hundred held ones.
+        rig.relay.allowed.store(true, ordering: .relaxed)
+        rig.controller.apply(.resume(SessionID(1)))
+        for _ in 0..<20 { rig.period() }
+        let (out, value) = rig.period()
+        let heard = out / gain
+        #expect(abs(heard - (value - 0.001)) < 1e-4, "live after the hold: heard \(heard), the microphone \(value)")
+        let dropped = rig.relay.droppedFrames.load(ordering: .relaxed)
+        #expect(dropped == 0)
+    }
+}
