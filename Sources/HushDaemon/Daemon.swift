@@ -224,7 +224,7 @@ public final class Daemon {
             microphone = feeder
             captureRouter = CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames)
             logger.info(
-                "microphone \(pcm): \(feeder.capture.granted.sampleRate) Hz, \(feeder.capture.granted.channels) ch"
+                "microphone \(pcm): \(feeder.granted.sampleRate) Hz, \(feeder.granted.channels) ch"
             )
         } catch {
             microphoneProblem = error.description
@@ -235,28 +235,17 @@ public final class Daemon {
         }
     }
 
-    private var microphoneFailures = 0
-    private var microphoneLastFailure: Instant?
-    private var microphoneFailing = false
-
-    /// Says once that the microphone stopped delivering (its reads fail), and once that it delivers again (no
-    /// failed read for 200 ms).
+    /// Says once that the microphone was lost (its reads fail: closed, and opened again every 250 ms) and once
+    /// that it is back.
     private func reportMicrophone() {
-        guard let microphone, let pcm = setup.capturePCM else { return }
-        let now = clock.now()
-        let failures = microphone.failedReads.load(ordering: .relaxed)
-        if failures > microphoneFailures { microphoneLastFailure = now }
-        microphoneFailures = failures
-        let failing = microphoneLastFailure.map { now - $0 < .milliseconds(200) } ?? false
-        guard failing != microphoneFailing else { return }
-        microphoneFailing = failing
-        if failing {
+        guard let microphone, let pcm = setup.capturePCM, let lost = microphone.lostChanged() else { return }
+        if lost {
             let text =
-                "microphone \(pcm): reads fail (the device is gone or broken); recorders get silence meanwhile, "
-                + "and hushd tries again every 10 ms"
+                "microphone \(pcm): reads fail (the device is gone or broken); hushd closed it and opens it again "
+                + "every 250 ms; recorders get silence meanwhile"
             logger.warning("\(text)")
         } else {
-            logger.notice("microphone \(pcm) delivers again")
+            logger.notice("microphone \(pcm) is back (opened again); recorders that may hear it do")
         }
     }
 

@@ -8,49 +8,78 @@ import Synchronization
 import Glibc
 #endif
 
-/// Feeds a live ALSA capture device into a ``SampleRing`` for the mixer: the capture side of snd-aloop, where
-/// mpd, librespot or `aplay -D hw:Loopback,0,1` play, becomes a voice on the music bus.
+/// Feeds a live ALSA capture device into a ``SampleRing`` for the mixer: a microphone, or the capture side of
+/// snd-aloop where mpd, librespot or `aplay -D hw:Loopback,0,1` play. A ``CaptureRouter`` reads the ring once per
+/// period and hands it to whoever may hear it.
 ///
 /// A thread of its own ("hush-capture") reads a period at a time, converts it to float and writes it to the ring;
-/// what does not fit (the voice is paused) is dropped and counted, so a paused voice resumes with fresh audio,
-/// not with stale seconds.
+/// what does not fit is dropped and counted, so the reader gets fresh audio, not stale seconds.
+///
+/// A device that fails (a USB microphone pulled out, a card unbound) is closed at once — the kernel frees a removed
+/// card only when its last handle closes — and opened again 100 ms later, then every 250 ms, until it is back.
+/// Meanwhile the ring gets nothing and readers get silence. ``lost`` says which, ``reopenings`` how often it came
+/// back.
 public final class CaptureFeeder: @unchecked Sendable {
     public let ring: SampleRing
-    public let capture: ALSACapture
+    /// What the device granted when it was first opened (a reopened one must grant the same).
+    public let granted: PlaybackConfiguration
     /// Frames dropped because the ring was full.
     public let dropped = Atomic<Int>(0)
-    /// Reads that got nothing (the device failed and did not recover: a USB microphone pulled out). Each waits
-    /// 10 ms before the next try, so a dead device never spins the thread, which may run SCHED_FIFO.
+    /// Reads that failed and closed the device.
     public let failedReads = Atomic<Int>(0)
+    /// Whether the device is closed after a failure and being opened again.
+    public let lost = Atomic<Bool>(false)
+    /// Times the device was opened again after a failure.
+    public let reopenings = Atomic<Int>(0)
+    private let requested: PlaybackConfiguration
+    private var capture: ALSACapture?
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
+    /// The control side's view of ``lost``, for ``lostChanged()``.
+    private var reportedLost = false
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
     public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError)
     {
-        capture = try ALSACapture(
-            PlaybackConfiguration(
-                pcm: pcm,
-                sampleRate: sampleRate,
-                channels: channels,
-                format: .s16LE,
-                periodFrames: periodFrames,
-                periods: periods
-            )
+        requested = PlaybackConfiguration(
+            pcm: pcm,
+            sampleRate: sampleRate,
+            channels: channels,
+            format: .s16LE,
+            periodFrames: periodFrames,
+            periods: periods
         )
-        guard capture.granted.sampleRate == sampleRate, capture.granted.channels == channels else {
-            throw HardwareError(
-                operation: "capture from",
-                device: "'\(pcm)'",
-                errno: EINVAL,
-                message: "it runs at \(capture.granted.sampleRate) Hz with \(capture.granted.channels) channels; "
-                    + "the mixer needs \(sampleRate) Hz with \(channels) (use a plug: PCM)"
-            )
-        }
+        let capture = try Self.open(requested)
+        self.capture = capture
+        granted = capture.granted
         ring = SampleRing(frames: max(4096, periodFrames * 8), channels: channels)
     }
 
     deinit { ring.deallocate() }
+
+    /// Opens the device and insists on the mixer's rate and channels.
+    private static func open(_ requested: PlaybackConfiguration) throws(HardwareError) -> ALSACapture {
+        let capture = try ALSACapture(requested)
+        guard capture.granted.sampleRate == requested.sampleRate, capture.granted.channels == requested.channels
+        else {
+            throw HardwareError(
+                operation: "capture from",
+                device: "'\(requested.pcm)'",
+                errno: EINVAL,
+                message: "it runs at \(capture.granted.sampleRate) Hz with \(capture.granted.channels) channels; "
+                    + "the mixer needs \(requested.sampleRate) Hz with \(requested.channels) (use a plug: PCM)"
+            )
+        }
+        return capture
+    }
+
+    /// Control side: the new value of ``lost`` when it changed since the last call (to say so once), else nil.
+    public func lostChanged() -> Bool? {
+        let now = lost.load(ordering: .acquiring)
+        guard now != reportedLost else { return nil }
+        reportedLost = now
+        return now
+    }
 
     /// Starts the reading thread; with `realtimePriority` above 0 it runs SCHED_FIFO at that priority, as the
     /// audio thread does (a microphone read late is a gap in a call). Returns the errno when the priority could
@@ -77,21 +106,43 @@ public final class CaptureFeeder: @unchecked Sendable {
     }
 
     private func loop() {
-        let frames = capture.granted.periodFrames
-        let channels = capture.granted.channels
+        let frames = granted.periodFrames
+        let channels = granted.channels
         var pcm = [Int16](repeating: 0, count: frames * channels)
         var float = [Float](repeating: 0, count: frames * channels)
+        var retry = ContinuousClock.now
+        var wait = Duration.milliseconds(100)
         while running.load(ordering: .relaxed) {
-            let read = pcm.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
-            guard read > 0 else {
-                failedReads.add(1, ordering: .relaxed)
+            guard let capture else {
+                // Lost: try again when due, looking at `running` every 10 ms so stop() is never kept waiting.
+                if ContinuousClock.now >= retry {
+                    if let reopened = try? Self.open(requested) {
+                        self.capture = reopened
+                        reopenings.add(1, ordering: .relaxed)
+                        lost.store(false, ordering: .releasing)
+                        continue
+                    }
+                    retry = ContinuousClock.now + wait
+                    wait = .milliseconds(250)
+                }
                 var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
                 nanosleep(&pause, nil)
                 continue
             }
-            for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
-            let written = float.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: read) }
-            if written < read { dropped.add(read - written, ordering: .relaxed) }
+            let read = pcm.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
+            if read > 0 {
+                for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
+                let written = float.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: read) }
+                if written < read { dropped.add(read - written, ordering: .relaxed) }
+            }
+            if read < frames {
+                // Beyond recovery: close it now (a removed card goes only when its last handle closes), reopen later.
+                failedReads.add(1, ordering: .relaxed)
+                self.capture = nil
+                retry = ContinuousClock.now + .milliseconds(100)
+                wait = .milliseconds(250)
+                lost.store(true, ordering: .releasing)
+            }
         }
     }
 }

@@ -195,6 +195,16 @@ public final class ScenarioRenderer {
             }
             audio.service(at: now)
             gateRelays()
+            for (pcm, capture) in captures {
+                guard let lost = capture.feeder.lostChanged() else { continue }
+                if lost {
+                    logger.warning(
+                        "capture \(pcm): reads fail (the device is gone); closed, and opened again every 250 ms"
+                    )
+                } else {
+                    logger.notice("capture \(pcm) is back (opened again)")
+                }
+            }
             // Closes what the audio thread let go of and reopens a lost device, off the real-time thread.
             output.service()
             let underruns = output.counters.underruns.load(ordering: .relaxed)

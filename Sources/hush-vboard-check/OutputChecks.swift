@@ -316,17 +316,57 @@ let outputChecks: [Check] = [
         print("  hushd: \(summary)")
         try require(summary.contains(" 1 device losses") && summary.contains(" 1 reopenings"), "summary: \(summary)")
     },
+    Check(name: "output-capture-device-gone-and-back") {
+        // hushd play relays snd-dummy's capture onto the music bus (as it would a USB microphone or line input);
+        // the driver is unbound, then bound again. The unbind finishing proves hushd closed the capture handle at
+        // once; hushd says so, opens it again when the card is back and says that too, while the output plays on.
+        let driver = "/sys/bus/platform/drivers/snd_dummy"
+        let status = "/proc/asound/Dummy/pcm0c/sub0/status"
+        func capturing() -> Bool { readFile(status)?.contains("state: RUNNING") == true }
+        try playInBackground(
+            """
+            0 activate 1 music playback capture=hw:Dummy,0,0
+            0 play 1
+            9 end
+            """
+        )
+        try require(waitFor(3) { capturing() } != nil, "hushd never started capturing from snd-dummy")
+        sleep(.milliseconds(500))
+        try require(system("echo snd_dummy.0 > \(driver)/unbind &") == 0, "could not start the unbind")
+        guard let unbound = waitFor(3, { readFile("/proc/asound/cards")?.contains("Dummy") != true }) else {
+            throw CheckFailure("the card is still there 3 s after the unbind: hushd did not close its capture")
+        }
+        guard let said = waitFor(2, { readFile(playLog)?.contains("capture hw:Dummy,0,0: reads fail") == true })
+        else { throw CheckFailure("hushd did not say the capture was lost: \(readFile(playLog) ?? "")") }
+        print("  card gone \(unbound.milliseconds) ms after the unbind; hushd said so \(said.milliseconds) ms later")
+        sleep(.milliseconds(1000))
+        try writeFile("\(driver)/bind", "snd_dummy.0")
+        guard let back = timedWait(3, { capturing() }) else {
+            throw CheckFailure(
+                "hushd did not capture again within 3 s of the card's return: \(readFile(playLog) ?? "")"
+            )
+        }
+        let backSaid = waitFor(2, { readFile(playLog)?.contains("capture hw:Dummy,0,0 is back") == true })
+        print("  capturing again \(back) after the card returned; said: \(backSaid != nil)")
+        try require(backSaid != nil, "hushd did not say the capture is back: \(readFile(playLog) ?? "")")
+        try require(back.judged < .milliseconds(500), "the capture came back after \(back), more than 500 ms")
+        let output = readFile("/proc/asound/Loopback/pcm0p/sub0/status")?.contains("state: RUNNING") == true
+        try require(output, "the output stopped while the capture was gone")
+        let log = awaitPlaySummary(seconds: 10)
+        try require(log.contains("played "), "hushd play printed no summary: \(log)")
+    },
     Check(name: "output-live-capture-into-music-bus") {
         // A program plays a 440 Hz tone into snd-aloop's second substream; hushd captures it as a live voice on
         // the music bus (playback category) through a capture router and relay (the recorders' path), and mixes it
         // out through the first substream. Unplugging pauses it (R5) and its relay hears nothing; plugged and
         // played again, it is live at once.
         try require(
-            system("/payload/hush-vboard-check --tone hw:Loopback,0,1 15 >/tmp/tone.log 2>&1 &") == 0,
+            system("/payload/hush-vboard-check --tone hw:Loopback,0,1 15 >/tmp/tone.log 2>&1 & echo $! >/tmp/tone.pid")
+                == 0,
             "no tone"
         )
         // Long enough for a slow hushd start; stopped with the check, so the loopback is free for the next one.
-        defer { _ = system("pkill -f 'hush-vboard-check --tone hw:Loopback,0,1'") }
+        defer { _ = system("kill $(cat /tmp/tone.pid)") }
         sleep(.milliseconds(300))
         try playInBackground(
             """
