@@ -5,16 +5,28 @@ import HushCore
 import Glibc
 #endif
 
-/// An open GPIO chip (libgpiod 1.x `gpiod_chip`). Closing it releases every line requested through it.
+/// An open GPIO chip, through CGPIOD's `hush_gpio_*` API (libgpiod 1.6 or 2.x underneath; the same code and
+/// messages on both). Lines requested through it must be released before it closes: their owners hold the chip.
 final class GPIOChip {
-    let handle: OpaquePointer
+    let handle: UnsafeMutablePointer<hush_gpio_chip>
     /// "gpiochip0 [pinctrl-bcm2711]" for messages.
     let title: String
 
     /// Opens `descriptor`: a name ("gpiochip0"), number ("0"), path ("/dev/gpiochip0") or label.
     init(_ descriptor: String) throws(HardwareError) {
-        guard let handle = gpiod_chip_open_lookup(descriptor) else {
-            let code = errno
+        var code = ENOENT
+        var opened: UnsafeMutablePointer<hush_gpio_chip>?
+        for attempt in GPIOChipLookup.attempts(for: descriptor) where opened == nil {
+            switch attempt {
+            case .path(let path):
+                opened = hush_gpio_chip_open(path)
+                if opened == nil { code = errno }
+            case .label(let label):
+                opened = GPIOChip.open(label: label)
+                if opened == nil { code = ENOENT }
+            }
+        }
+        guard let opened else {
             let message: String
             switch code {
             case EACCES, EPERM:
@@ -29,47 +41,51 @@ final class GPIOChip {
             }
             throw HardwareError(operation: "open GPIO chip", device: "'\(descriptor)'", errno: code, message: message)
         }
-        self.handle = handle
-        title = "\(String(cString: gpiod_chip_name(handle))) [\(String(cString: gpiod_chip_label(handle)))]"
+        handle = opened
+        title = "\(String(cString: hush_gpio_chip_name(opened))) [\(String(cString: hush_gpio_chip_label(opened)))]"
     }
 
-    deinit { gpiod_chip_close(handle) }
+    deinit { hush_gpio_chip_close(handle) }
+
+    var name: String { String(cString: hush_gpio_chip_name(handle)) }
+    var label: String { String(cString: hush_gpio_chip_label(handle)) }
+    var lineCount: UInt32 { hush_gpio_chip_num_lines(handle) }
 
     /// The chips on this system, as "gpiochip0 [pinctrl-bcm2711]".
     static func available() -> [String] {
-        guard let iterator = gpiod_chip_iter_new() else { return [] }
-        defer { gpiod_chip_iter_free(iterator) }
-        var names: [String] = []
-        while let chip = gpiod_chip_iter_next(iterator) {
-            names.append("\(String(cString: gpiod_chip_name(chip))) [\(String(cString: gpiod_chip_label(chip)))]")
+        GPIOChipLookup.devicePaths().compactMap { path in
+            guard let chip = hush_gpio_chip_open(path) else { return nil }
+            defer { hush_gpio_chip_close(chip) }
+            return "\(String(cString: hush_gpio_chip_name(chip))) [\(String(cString: hush_gpio_chip_label(chip)))]"
         }
-        return names
     }
 
-    /// The line `selector` names on this chip.
-    func line(_ selector: GPIOLineSelector) throws(HardwareError) -> OpaquePointer {
+    /// The first chip (in /dev order) whose label is `label`, opened.
+    private static func open(label: String) -> UnsafeMutablePointer<hush_gpio_chip>? {
+        for path in GPIOChipLookup.devicePaths() {
+            guard let chip = hush_gpio_chip_open(path) else { continue }
+            if String(cString: hush_gpio_chip_label(chip)) == label { return chip }
+            hush_gpio_chip_close(chip)
+        }
+        return nil
+    }
+
+    /// The offset of the line `selector` names on this chip.
+    func offset(of selector: GPIOLineSelector) throws(HardwareError) -> UInt32 {
         switch selector {
         case .offset(let offset):
-            guard offset < gpiod_chip_num_lines(handle) else {
+            guard offset < lineCount else {
                 throw HardwareError(
                     operation: "find \(selector) on",
                     device: title,
                     errno: EINVAL,
-                    message:
-                        "the chip has only \(gpiod_chip_num_lines(handle)) lines (0-\(gpiod_chip_num_lines(handle) - 1))"
+                    message: "the chip has only \(lineCount) lines (0-\(lineCount - 1))"
                 )
             }
-            guard let line = gpiod_chip_get_line(handle, offset) else {
-                throw HardwareError(
-                    operation: "find \(selector) on",
-                    device: title,
-                    errno: errno,
-                    message: String(cString: strerror(errno))
-                )
-            }
-            return line
+            return offset
         case .name(let name):
-            guard let line = gpiod_chip_find_line(handle, name) else {
+            let found = hush_gpio_chip_find_line(handle, name)
+            guard found >= 0 else {
                 let names = lineNames()
                 throw HardwareError(
                     operation: "find \(selector) on",
@@ -79,56 +95,98 @@ final class GPIOChip {
                         + (names.isEmpty ? "none (use an offset)" : names.joined(separator: ", "))
                 )
             }
-            return line
+            return UInt32(found)
         }
     }
 
     /// The names of the chip's named lines, for error messages.
     func lineNames() -> [String] {
-        (0..<gpiod_chip_num_lines(handle)).compactMap { offset in
-            guard let line = gpiod_chip_get_line(handle, offset), let name = gpiod_line_name(line) else { return nil }
-            return String(cString: name)
-        }
+        (0..<lineCount).compactMap { offset in hush_gpio_chip_line_name(handle, offset).map { String(cString: $0) } }
     }
 
-    /// Requests `line` with `type` and `flags`; turns failures into errors that say who holds the line or what
-    /// to change.
-    func request(
-        _ line: OpaquePointer,
+    /// Requests line `offset` as an input watched on both edges; errors say who holds the line or what to change.
+    func requestInput(
+        offset: UInt32,
         selector: GPIOLineSelector,
-        type: Int32,
-        flags: Int32,
-        consumer: String,
-        value: Int32
-    ) throws(HardwareError) {
-        let result = consumer.withCString { name in
-            var config = gpiod_line_request_config(consumer: name, request_type: type, flags: flags)
-            return gpiod_line_request(line, &config, value)
+        activeLow: Bool,
+        bias: GPIOBias,
+        consumer: String
+    ) throws(HardwareError) -> UnsafeMutablePointer<hush_gpio_request> {
+        let request = hush_gpio_request_input(handle, offset, consumer, activeLow ? 1 : 0, bias.shimValue)
+        guard let request else { throw requestFailure(errno, offset: offset, selector: selector) }
+        return request
+    }
+
+    /// Requests line `offset` as an output, initially inactive.
+    func requestOutput(
+        offset: UInt32,
+        selector: GPIOLineSelector,
+        activeLow: Bool,
+        consumer: String
+    ) throws(HardwareError) -> UnsafeMutablePointer<hush_gpio_request> {
+        guard let request = hush_gpio_request_output(handle, offset, consumer, activeLow ? 1 : 0) else {
+            throw requestFailure(errno, offset: offset, selector: selector)
         }
-        guard result != 0 else { return }
-        let code = errno
+        return request
+    }
+
+    private func requestFailure(_ code: Int32, offset: UInt32, selector: GPIOLineSelector) -> HardwareError {
         let message: String
         switch code {
         case EBUSY:
-            _ = gpiod_line_update(line)
-            let user = gpiod_line_consumer(line).map { "'\(String(cString: $0))'" } ?? "another driver or program"
+            let user =
+                hush_gpio_chip_line_consumer(handle, offset).map { "'\(String(cString: $0))'" }
+                ?? "another driver or program"
             message = "line is busy (used by \(user))"
         case EACCES, EPERM:
             message = "permission denied: add the hush user to the gpio group (deploy/udev has the rule)"
         default:
             message = String(cString: strerror(code))
         }
-        throw HardwareError(operation: "request \(selector) on", device: title, errno: code, message: message)
+        return HardwareError(operation: "request \(selector) on", device: title, errno: code, message: message)
+    }
+}
+
+/// How a chip descriptor from a profile is found: libgpiod 1.6's `gpiod_chip_open_lookup` rules, which 2.x
+/// dropped (it opens paths only), kept here so a profile means the same chip with either library.
+enum GPIOChipLookup: Hashable, Sendable {
+    case path(String)
+    case label(String)
+
+    /// What to try, in order, for `descriptor`: a number is /dev/gpiochipN; anything else is first the label of a
+    /// chip present, then a path when it starts with /dev/, else a name under /dev.
+    static func attempts(for descriptor: String) -> [GPIOChipLookup] {
+        if !descriptor.isEmpty, descriptor.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let number = UInt32(descriptor)
+        {
+            return [.path("/dev/gpiochip\(number)")]
+        }
+        return [.label(descriptor), .path(descriptor.hasPrefix("/dev/") ? descriptor : "/dev/\(descriptor)")]
+    }
+
+    /// The GPIO character devices under `directory` (/dev/gpiochip*), in byte order as libgpiod 1.6 lists them.
+    static func devicePaths(in directory: String = "/dev") -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name.hasPrefix("gpiochip") { names.append(name) }
+        }
+        return names.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }.map { "\(directory)/\($0)" }
     }
 }
 
 extension GPIOBias {
-    var requestFlags: Int32 {
+    /// CGPIOD's `hush_gpio_bias`.
+    var shimValue: Int32 {
         switch self {
-        case .asIs: 0
-        case .disabled: Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_DISABLE)
-        case .pullUp: Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
-        case .pullDown: Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN)
+        case .asIs: Int32(HUSH_GPIO_BIAS_AS_IS.rawValue)
+        case .disabled: Int32(HUSH_GPIO_BIAS_DISABLED.rawValue)
+        case .pullUp: Int32(HUSH_GPIO_BIAS_PULL_UP.rawValue)
+        case .pullDown: Int32(HUSH_GPIO_BIAS_PULL_DOWN.rawValue)
         }
     }
 }
@@ -143,10 +201,9 @@ public struct GPIOLineLocation: Hashable, Sendable, CustomStringConvertible {
     /// Finds `line` on `chip` (a name, number, path or label) without requesting it.
     public init(chip descriptor: String, line selector: GPIOLineSelector) throws(HardwareError) {
         let chip = try GPIOChip(descriptor)
-        let line = try chip.line(selector)
-        self.chip = String(cString: gpiod_chip_name(chip.handle))
-        label = String(cString: gpiod_chip_label(chip.handle))
-        offset = gpiod_line_offset(line)
+        offset = try chip.offset(of: selector)
+        self.chip = chip.name
+        label = chip.label
     }
 
     public var description: String { "\(chip) [\(label)] line \(offset)" }

@@ -6,7 +6,7 @@ import Logging
 import Glibc
 #endif
 
-/// A GPIO input (switch, button, jack sense) read through the GPIO character device with libgpiod 1.x.
+/// A GPIO input (switch, button, jack sense) read through the GPIO character device with libgpiod (1.6 or 2.x).
 ///
 /// Both edges are watched with kernel timestamps (CLOCK_MONOTONIC, hush's timeline); the level is read at
 /// start-up, never assumed; a ``Debouncer`` accepts the leading edge at once and collapses bounce trains.
@@ -14,7 +14,7 @@ public final class GPIOInputLine: InputSource {
     public let configuration: GPIOInputConfiguration
     public let name: String
     private let chip: GPIOChip
-    private let line: OpaquePointer
+    private let request: UnsafeMutablePointer<hush_gpio_request>
     private let descriptor: Int32
     private var debouncer: Debouncer
     private let logger: Logger
@@ -23,40 +23,34 @@ public final class GPIOInputLine: InputSource {
     public init(_ configuration: GPIOInputConfiguration, logger: Logger) throws(HardwareError) {
         self.configuration = configuration
         self.logger = logger
-        chip = try GPIOChip(configuration.chip)
-        line = try chip.line(configuration.line)
-        let offset = gpiod_line_offset(line)
-        name = "\(chip.title) line \(offset) (\(configuration.role))"
-        let activeLow = configuration.activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
-        let type = Int32(GPIOD_LINE_REQUEST_EVENT_BOTH_EDGES)
-        do {
-            try chip.request(
-                line,
+        let chip = try GPIOChip(configuration.chip)
+        self.chip = chip
+        let offset = try chip.offset(of: configuration.line)
+        let name = "\(chip.title) line \(offset) (\(configuration.role))"
+        self.name = name
+        func requestLine(bias: GPIOBias) throws(HardwareError) -> UnsafeMutablePointer<hush_gpio_request> {
+            try chip.requestInput(
+                offset: offset,
                 selector: configuration.line,
-                type: type,
-                flags: activeLow | configuration.bias.requestFlags,
-                consumer: configuration.consumer,
-                value: 0
+                activeLow: configuration.activeLow,
+                bias: bias,
+                consumer: configuration.consumer
             )
+        }
+        do {
+            self.request = try requestLine(bias: configuration.bias)
         } catch let error where error.errno == EINVAL && configuration.bias != .asIs {
             // Kernels before 5.5 and some pin controllers cannot set bias: go on without it, and say so.
             logger.warning(
                 "\(name): the kernel cannot set \(configuration.bias.rawValue) on this line; using it as-is. Fit an external resistor (docs/wiring.md)."
             )
-            try chip.request(
-                line,
-                selector: configuration.line,
-                type: type,
-                flags: activeLow,
-                consumer: configuration.consumer,
-                value: 0
-            )
+            self.request = try requestLine(bias: .asIs)
         }
-        descriptor = gpiod_line_event_get_fd(line)
-        let level = gpiod_line_get_value(line)
+        descriptor = hush_gpio_request_fd(self.request)
+        let level = hush_gpio_request_get_value(self.request)
         guard level >= 0 else {
             let code = errno
-            gpiod_line_release(line)
+            hush_gpio_request_release(self.request)
             throw HardwareError(
                 operation: "read \(configuration.line) on",
                 device: chip.title,
@@ -68,7 +62,7 @@ public final class GPIOInputLine: InputSource {
         logger.info("\(name): ready, \(level == 1 ? "active" : "inactive") at start")
     }
 
-    deinit { gpiod_line_release(line) }
+    deinit { hush_gpio_request_release(request) }
 
     public var pollDescriptor: Int32? { descriptor }
 
@@ -76,7 +70,7 @@ public final class GPIOInputLine: InputSource {
 
     /// Whether the line is active now (after active-low).
     public func isActive() throws(HardwareError) -> Bool {
-        let level = gpiod_line_get_value(line)
+        let level = hush_gpio_request_get_value(request)
         guard level >= 0 else {
             throw HardwareError(
                 operation: "read",
@@ -96,11 +90,11 @@ public final class GPIOInputLine: InputSource {
 
     public func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         var out: [TimedInputEvent] = []
-        var buffer = [gpiod_line_event](repeating: gpiod_line_event(), count: 16)
+        var buffer = [hush_gpio_edge](repeating: hush_gpio_edge(), count: 16)
         while isReadable() {
-            // SAFETY: the buffer holds `count` events and libgpiod writes at most that many.
+            // SAFETY: the buffer holds `count` edges and the shim writes at most that many.
             let count = buffer.withUnsafeMutableBufferPointer {
-                gpiod_line_event_read_multiple(line, $0.baseAddress, UInt32($0.count))
+                hush_gpio_request_read_edges(request, $0.baseAddress, UInt32($0.count))
             }
             guard count > 0 else {
                 if count < 0 && errno == EINTR { continue }
@@ -113,10 +107,9 @@ public final class GPIOInputLine: InputSource {
                 )
             }
             for event in buffer.prefix(Int(count)) {
-                let time = Instant(nanoseconds: Int64(event.ts.tv_sec) * 1_000_000_000 + Int64(event.ts.tv_nsec))
+                let time = Instant(nanoseconds: Int64(event.timestamp_ns))
                 expireWindows(before: time, into: &out, readHardware: false)
-                let active = event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE)
-                if let level = debouncer.edge(to: active, at: time) { report(level, at: time, into: &out) }
+                if let level = debouncer.edge(to: event.rising != 0, at: time) { report(level, at: time, into: &out) }
             }
         }
         expireWindows(before: now + .nanoseconds(1), into: &out, readHardware: true)
@@ -148,7 +141,7 @@ public final class GPIOInputLine: InputSource {
 public final class GPIOOutputLine: OutputLine {
     public let name: String
     private let chip: GPIOChip
-    private let line: OpaquePointer
+    private let request: UnsafeMutablePointer<hush_gpio_request>
 
     /// Requests `line` on `chip` as an output, initially inactive.
     public init(
@@ -160,22 +153,15 @@ public final class GPIOOutputLine: OutputLine {
         throws(HardwareError)
     {
         chip = try GPIOChip(descriptor)
-        line = try chip.line(selector)
-        name = "\(chip.title) line \(gpiod_line_offset(line)) (output)"
-        try chip.request(
-            line,
-            selector: selector,
-            type: Int32(GPIOD_LINE_REQUEST_DIRECTION_OUTPUT),
-            flags: activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0,
-            consumer: consumer,
-            value: 0
-        )
+        let offset = try chip.offset(of: selector)
+        name = "\(chip.title) line \(offset) (output)"
+        request = try chip.requestOutput(offset: offset, selector: selector, activeLow: activeLow, consumer: consumer)
     }
 
-    deinit { gpiod_line_release(line) }
+    deinit { hush_gpio_request_release(request) }
 
     public func set(_ active: Bool) throws(HardwareError) {
-        guard gpiod_line_set_value(line, active ? 1 : 0) == 0 else {
+        guard hush_gpio_request_set_value(request, active ? 1 : 0) == 0 else {
             throw HardwareError(operation: "set", device: name, errno: errno, message: String(cString: strerror(errno)))
         }
     }
