@@ -88,8 +88,9 @@ run: build
 	$(SWIFT) run hushd
 
 ## test: format check, overlays, the virtual board (real kernel drivers in a VM: adapters, end to end, faults),
-## every unit test, then the quick hardening runs: every fuzz harness replays its corpus and known crash inputs
-## and tries 20 000 new inputs from a fixed seed (seconds each), and 3 hours of soak on the simulated clock
+## its GPIO checks again against libgpiod 2.x (make gpiod2), every unit test, then the quick hardening runs: every
+## fuzz harness replays its corpus and known crash inputs and tries 20 000 new inputs from a fixed seed (seconds
+## each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
 ## settle within 64 KiB after warm-up.
 test: deps test-tools lint architecture boards deploy-check alsa-plugin
@@ -97,6 +98,7 @@ test: deps test-tools lint architecture boards deploy-check alsa-plugin
 	$(SWIFT) build -c release
 	.ci/check-config-corpus.sh
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
+	$(MAKE) gpiod2
 	$(SWIFT) test
 	$(MAKE) fuzz-brief
 	$(MAKE) soak-render-quick
@@ -121,6 +123,13 @@ faults: deps
 vboard: deps alsa-plugin test-tools
 	$(SWIFT) build -c release
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
+
+## gpiod2: the virtual board's GPIO checks again, with hush-vboard-check built against libgpiod 2.x: Debian trixie's
+## libgpiod-dev and libgpiod3, fetched with a private apt configuration and unpacked under .build/gpiod2 (nothing
+## installed), built in .build-gpiod2 (libgpiod2/run.sh; about 30 s once fetched). make test runs it after the 1.6 ones.
+.PHONY: gpiod2
+gpiod2: deps
+	SWIFT="$(SWIFT)" libgpiod2/run.sh
 
 ## latency: a figure, not a test: aplay -> loopback round trip through plain hw:, dmix and hush in the virtual board
 ## (board/virtual/bench/latency.sh, docs/performance.md); TAKES per path (default 5).
@@ -238,4 +247,4 @@ format:
 	$(SWIFT) format -i -r Package.swift Sources Tests
 
 clean:
-	rm -rf .build .build-asan .build-tsan Fuzz/.build
+	rm -rf .build .build-asan .build-tsan .build-gpiod2 Fuzz/.build
