@@ -73,8 +73,8 @@ libdir=$(PKG_CONFIG_PATH="$pkgconfig" pkg-config --variable=libdir libgpiod)
 echo "libgpiod2: $suite's libgpiod $version in $tree ($(seconds "$t0" "$(now)") s)"
 if [ "$mode" = --fetch ]; then echo "PKG_CONFIG_PATH=$pkgconfig"; exit 0; fi
 
-# --- build: the one product the GPIO checks need, with its own scratch path; the RUNPATH finds libgpiod.so.3 in
-# the unpacked tree on the host and, at the same path, in the guest (run.sh copies what ldd names).
+# --- build: the one product the GPIO checks need, with its own scratch path; a RUNPATH finds libgpiod.so.3 in the
+# unpacked tree on the host.
 t1=$(now)
 # SwiftPM rebuilds neither when pkg-config's answer changes nor when only a system library's header (the shim)
 # does: a scratch built against another libgpiod or another shim.h starts over.
@@ -97,6 +97,9 @@ payload="$dir/payload"
 rm -rf "$payload"
 mkdir -p "$payload"
 cp "$check" "$payload/"
+# In the guest the library comes from the payload (the scenario sets LD_LIBRARY_PATH): the RUNPATH's host path
+# may be under /tmp, which the guest mounts a tmpfs over.
+cp -L "$libdir/libgpiod.so.3" "$payload/"
 checks=$("$check" --list | grep '^gpio-' | tr '\n' ' ')
 [ -n "$checks" ] || die "hush-vboard-check --list names no gpio-* check"
 echo "$checks" >"$payload/checks"
