@@ -118,6 +118,21 @@ public final class ALSAPlayback {
         return .written
     }
 
+    /// Stops the device at once, dropping what is queued, and keeps it open (the card stays hushd's, its setup
+    /// stays made): the audio thread going idle after nothing but silence was queued.
+    public func halt() {
+        guard let pcm else { return }
+        snd_pcm_drop(pcm)
+    }
+
+    /// Makes a halted device ready again: it starts when the next writes have filled its buffer.
+    public func resume() -> WriteResult {
+        guard let pcm else { return .gone }
+        let result = snd_pcm_prepare(pcm)
+        if result == 0 { return .written }
+        return result == -ENODEV || result == -EBADFD || result == -ENXIO ? .gone : .failed(result)
+    }
+
     /// Frames queued and not yet played (the output latency now), or nil when the device cannot say.
     public func queuedFrames() -> Int? {
         guard let pcm else { return nil }

@@ -21,6 +21,7 @@ final class ConfigurationReader {
         "board": ["name", "description"],
         "output": [
             "pcm", "rate", "channels", "format", "period_frames", "periods", "realtime_priority", "fallback_wav",
+            "idle_seconds", "keep_warm",
         ],
         "routes": [],
         "inputs": [],
@@ -354,6 +355,8 @@ final class ConfigurationReader {
             output.realtimePriority = Int32(priority)
         }
         if let fallback = string(table, "fallback_wav") { output.fallbackWAV = fallback.isEmpty ? nil : fallback }
+        if let seconds = number(table, "idle_seconds", 1...3600) { output.idleSeconds = seconds }
+        if let warm = boolean(table, "keep_warm") { output.keepWarm = warm }
         configuration.output = output
         configuration.routes = [.speaker: .init(pcm: output.pcm)]
     }

@@ -90,7 +90,17 @@ public struct HushdConfiguration: Sendable, Equatable {
         /// `fallback_wav`: where sound goes when the PCM does not open at start; nil ("") starts without sound and
         /// opens the PCM when it appears.
         public var fallbackWAV: String?
+        /// `idle_seconds`: after this long with nothing to hear, the output device is stopped and the audio thread
+        /// sleeps (no wake-ups) until the next sound, which restarts it.
+        public var idleSeconds = 5.0
+        /// `keep_warm`: never stop the device (a DAC that pops, or starts slowly, when stopped).
+        public var keepWarm = false
         public init() {}
+
+        /// How long the output waits, silent, before it goes idle; nil when it is kept warm.
+        public var idleAfter: Duration? {
+            keepWarm ? nil : .nanoseconds(Int64((idleSeconds * 1e9).rounded()))
+        }
 
         /// The device settings the ALSA adapter takes.
         public var playback: PlaybackConfiguration {

@@ -375,7 +375,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                         attempts: pending.attempts,
                         seconds: Double((daemon.clock.now() - pending.since).milliseconds) / 1000
                     )
-                }
+                },
+                idle: counters.idle
             ),
             clients: server.clients.count,
             streams: streams.entries.values.sorted { $0.id < $1.id }.map(streamStatus),

@@ -31,6 +31,9 @@ public final class Daemon {
         /// Where sound goes when the output device does not open at start (nil: start-up fails instead).
         public var fallbackWAV: String?
         public var realtimePriority: Int32 = 70
+        /// How long nothing must be heard before the output stops and the audio thread sleeps; nil keeps it warm
+        /// (`[output] idle_seconds`, `keep_warm`).
+        public var idleAfter: Duration? = .seconds(5)
         /// The device of each route that has its own (headphones on the board's jack, a DAC HAT for the
         /// speaker); routes without one use `output`. Rate, channels and period must match `output`'s.
         public var routeOutputs: [Route: PlaybackConfiguration] = [:]
@@ -196,6 +199,7 @@ public final class Daemon {
             open: { try? open($0) }
         )
         thread.periodHook = captureRouter.hook
+        thread.idleAfter = setup.idleAfter
         output = thread
         try thread.start()
     }
@@ -256,8 +260,11 @@ public final class Daemon {
             var everyone: [any LoopParticipant] = [InputParticipant(daemon: self)]
             everyone += participants
             if let signalWatcher { everyone.append(signalWatcher) }
-            // Streams need topping up and finished voices reporting while sound plays; idle, sleep long.
-            let limit: Duration = audio.sessionsWithSound.isEmpty ? .seconds(1) : .milliseconds(50)
+            // Streams need topping up and finished voices reporting while sound plays; without sound, sleep long;
+            // with the output idle nothing plays or moves, so only a descriptor or a deadline wakes the loop.
+            let limit: Duration =
+                output?.isIdle == true
+                ? .seconds(86400) : audio.sessionsWithSound.isEmpty ? .seconds(1) : .milliseconds(50)
             runLoopIteration(everyone, clock: clock, limit: limit)
             service()
         }
@@ -447,6 +454,8 @@ public final class Daemon {
 
     private var reported = (underruns: 0, losses: 0, reopenings: 0, refusals: 0)
     private var refusalLogged = false
+    /// Whether the log last said the output is idle.
+    private var reportedIdle = false
 
     /// Logs what the audio thread counted since the last look (it never logs itself).
     private func reportOutput() {
@@ -495,16 +504,31 @@ public final class Daemon {
             )
         }
         reported = (underruns, losses, reopenings, refusals)
+        reportIdle()
+    }
+
+    /// Says when the output goes idle and when it runs again (info: both are ordinary).
+    private func reportIdle() {
+        guard let output, let idleAfter = output.idleAfter, output.isIdle != reportedIdle else { return }
+        reportedIdle.toggle()
+        if reportedIdle {
+            logger.info(
+                "output idle: nothing played for \(Self.seconds(idleAfter)); \(currentPCM) stopped until the next sound"
+            )
+        } else {
+            logger.info("output running: \(currentPCM) started again for a sound")
+        }
     }
 
     // MARK: Status
 
     /// Counters of the output, for status.
-    public var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int) {
-        guard let counters = output?.counters else { return (0, 0, false, 0) }
+    public var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) {
+        guard let counters = output?.counters else { return (0, 0, false, 0, false) }
         return (
             counters.underruns.load(ordering: .relaxed), counters.deviceLosses.load(ordering: .relaxed),
-            counters.deviceOpen.load(ordering: .relaxed) == 1, counters.periods.load(ordering: .relaxed)
+            counters.deviceOpen.load(ordering: .relaxed) == 1, counters.periods.load(ordering: .relaxed),
+            counters.idle.load(ordering: .relaxed) == 1
         )
     }
 

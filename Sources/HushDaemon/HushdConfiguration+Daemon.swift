@@ -10,6 +10,7 @@ extension HushdConfiguration {
         setup.output = output.playback
         setup.fallbackWAV = output.fallbackWAV
         setup.realtimePriority = output.realtimePriority
+        setup.idleAfter = output.idleAfter
         setup.routeOutputs = routeOutputs
         setup.soundDirectories = sounds.directories
         setup.maxSessionsPerClient = control.maxSessionsPerClient

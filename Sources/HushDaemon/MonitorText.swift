@@ -33,7 +33,7 @@ public enum MonitorText {
         let policy = daemon.audio.policy
         let playing = policy.sessions.filter(\.isPlaying).count
         let output = daemon.outputCounters
-        var out = output.open ? "out ok" : "OUT LOST"
+        var out = output.open ? (output.idle ? "out idle" : "out ok") : "OUT LOST"
         // The route's own PCM would not open: `status` says which and why.
         if daemon.pendingRoute != nil { out += ", ROUTE PCM WAITING" }
         if output.underruns > 0 { out += ", \(output.underruns) xruns" }
@@ -72,7 +72,8 @@ public enum MonitorText {
             "system volume   \(policy.systemVolume) (\(curve.gain(at: policy.systemVolume)))",
             "ringer volume   \(policy.ringerVolume) (\(curve.gain(at: policy.ringerVolume)))",
             "buttons control the \(policy.buttonTarget) volume",
-            "output          \(daemon.outputDescription): " + (output.open ? "open" : "LOST, retrying"),
+            "output          \(daemon.outputDescription): "
+                + (output.open ? (output.idle ? "open, idle" : "open") : "LOST, retrying"),
             "                \(output.underruns) underruns, latency \(Int(daemon.latencyMilliseconds.rounded())) ms",
         ]
         if let pending = daemon.pendingRoute {

@@ -36,6 +36,12 @@ public final class MixerEngine: @unchecked Sendable {
     public private(set) var lostReports = 0
     /// Frames rendered since start.
     public private(set) var framesRendered: Int64 = 0
+    /// Frames rendered in a row, up to the last `render`, in which nothing could be heard or change: no voice
+    /// playing (a stream's voice counts while it plays, fed or not), no bus gain ramp and no output fade moving.
+    /// The audio thread stops the device once this reaches its idle time (``AudioOutputThread``).
+    ///
+    /// - Important: read on the thread that renders.
+    public private(set) var quietFrames = 0
 
     private let voices: UnsafeMutablePointer<Voice>
     private let busGains: UnsafeMutablePointer<Ramp>
@@ -106,9 +112,14 @@ public final class MixerEngine: @unchecked Sendable {
         // Each bus's gain over this period (its ramp advances once per frame, whatever plays).
         for bus in 0..<3 { busLines[bus] = busGains[bus].advance(by: frames) }
         mixBuffer.update(repeating: 0, count: samples)
+        var rendering = false
         for index in 0..<voiceCount where voices[index].isRendering {
+            rendering = true
             mix(voice: index, frames: frames)
         }
+        // A voice that ended in this period counted: its last frames are in this period's output.
+        let moving = outputGain.isMoving || busGains[0].isMoving || busGains[1].isMoving || busGains[2].isMoving
+        quietFrames = rendering || moving ? 0 : quietFrames &+ frames
         if outputGain.isMoving { outputGain.multiplyInterleaved(mixBuffer, frames: frames, channels: channels) }
         SampleConversion.limitAndWrite(mixBuffer, count: samples, to: output, format: sampleFormat)
         framesRendered += Int64(frames)

@@ -106,11 +106,16 @@ extension Bus {
 /// a C function and its context, so the call neither retains nor allocates. Same rules as ``VoicePull``.
 public struct PeriodHook: BitwiseCopyable, @unchecked Sendable {
     public typealias Call = @convention(c) (UnsafeMutableRawPointer, Int) -> Void
+    public typealias Wants = @convention(c) (UnsafeMutableRawPointer) -> Bool
     public var context: UnsafeMutableRawPointer
     public var call: Call
+    /// Whether the hook needs periods now (a capture stream or relay is running, or one is on its way), so the
+    /// audio thread must not go idle; nil: never. Called from either side: it may read atomics only.
+    public var wantsPeriods: Wants?
 
-    public init(context: UnsafeMutableRawPointer, call: Call) {
+    public init(context: UnsafeMutableRawPointer, call: Call, wantsPeriods: Wants? = nil) {
         self.context = context
         self.call = call
+        self.wantsPeriods = wantsPeriods
     }
 }

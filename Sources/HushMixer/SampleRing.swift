@@ -66,6 +66,15 @@ public struct SampleRing: BitwiseCopyable, @unchecked Sendable {
         return count
     }
 
+    /// Consumer: drops the oldest frames so that at most `keeping` wait (a microphone's backlog nobody heard,
+    /// after the audio thread was idle).
+    public func discard(keeping: Int) {
+        let read = counters[1].load(ordering: .relaxed)
+        let written = counters[0].load(ordering: .acquiring)
+        let excess = (written &- read) - keeping
+        if excess > 0 { counters[1].store(read &+ excess, ordering: .releasing) }
+    }
+
     /// Visits the (at most two) contiguous stretches of the ring that `count` frames from `position` cover.
     @inline(__always)
     private func copy(count: Int, at position: Int, _ body: (UnsafeMutablePointer<Float>, Int, Int) -> Void) {

@@ -22,9 +22,18 @@ public protocol PCMOutput: AnyObject {
     func close()
     /// What was asked and what was granted, for the log.
     var describeGrant: String { get }
+    /// Stops the device, dropping what it holds (only silence), and keeps it open: the audio thread goes idle.
+    /// Audio thread.
+    func halt()
+    /// Makes a halted device ready to start at the next writes. Audio thread.
+    func resume() -> ALSAPlayback.WriteResult
 }
 
 extension PCMOutput {
+    /// A device that needs no stopping (a test's fake): writes simply stop while idle.
+    public func halt() {}
+    public func resume() -> ALSAPlayback.WriteResult { .written }
+
     public var describeGrant: String {
         "granted \(granted.sampleRate) Hz, \(granted.channels) ch, \(granted.format), \(granted.periodFrames)×\(granted.periods)"
     }
@@ -32,8 +41,11 @@ extension PCMOutput {
 
 extension ALSAPlayback: PCMOutput {}
 
-/// The real-time audio thread: renders the mixer a period at a time and writes it to the device, keeping it fed
-/// (with silence when nothing plays) so starting a sound costs no device start-up.
+/// The real-time audio thread: renders the mixer a period at a time and writes it to the device. When nothing has
+/// been heard for ``idleAfter`` it stops the device (keeping it open) and sleeps on an eventfd until the control
+/// side has something for it (``wake()``): no wake-ups at all while idle. The first sound after idle restarts the
+/// device and is in the first period written. With ``idleAfter`` nil (`[output] keep_warm`) it keeps the device
+/// fed with silence, so a sound never waits for the device to start.
 ///
 /// A dedicated pthread named "hush-audio", at SCHED_FIFO when permitted, with memory locked. It never logs: it
 /// counts underruns and device losses in atomics that the control side reads and reports. After an underrun it
@@ -42,7 +54,8 @@ extension ALSAPlayback: PCMOutput {}
 /// with backoff (``service()``) and hands the new one over as it hands over a route's device.
 ///
 /// - Important: what the audio thread may block on. It may wait on its own device (`write`, which paces it, and
-///   the recovery after an underrun inside it) and sleep while it has no device. It must not open or close a
+///   the recovery after an underrun inside it; stopping and preparing it around idle), sleep while it has no
+///   device, and block on its eventfd while idle. It must not open or close a
 ///   device (both may block for long in the driver, and a removed card's close waits on the kernel), allocate or
 ///   free memory, take a lock, log, or touch a file. Devices travel between it and the control side in boxes the
 ///   control side makes and frees, through two atomic slots: ``handOver(_:requested:)`` in, ``service()`` back
@@ -75,6 +88,11 @@ public final class AudioOutputThread: @unchecked Sendable {
         public let longestGap = Atomic<Int>(0)
         /// The longest render of one period, in nanoseconds, since last taken: hushd's own share of a period.
         public let longestRender = Atomic<Int>(0)
+        /// 1 while the thread is idle: the device stopped, the thread asleep until woken.
+        public let idle = Atomic<Int>(0)
+        /// Times the thread went idle, and times it was woken from idle.
+        public let idlings = Atomic<Int>(0)
+        public let wakings = Atomic<Int>(0)
         init() {}
     }
 
@@ -116,8 +134,21 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// The realtime priority to ask for (1–99); 0 keeps normal scheduling.
     public let priority: Int32
     /// Called on the audio thread after each period's mix, with the period's frames (capture streams). Set before
-    /// ``start()``.
+    /// ``start()``. While it wants periods (a recorder or a relay runs) the thread does not go idle.
     public var periodHook: PeriodHook?
+    /// How long nothing must have been heard (``MixerEngine/quietFrames``: no voice playing, no ramp or fade
+    /// moving) before the thread stops the device and sleeps; nil never does (`[output] keep_warm`, `hushd play`).
+    /// At least the device's queue, so only silence is dropped when it stops. Set before ``start()``.
+    public var idleAfter: Duration?
+    /// Whether the thread is idle now (the device stopped, no wake-ups): for status and the loop's deadlines.
+    public var isIdle: Bool { counters.idle.load(ordering: .relaxed) == 1 }
+    /// 1 from when the audio thread decides to go idle until someone takes it back to 0; whoever does (the control
+    /// side in ``wake()``, or the thread itself when it finds work before sleeping) is the one that settles the
+    /// wake-up, so the eventfd is written at most once per idle stretch and never missed.
+    private let idleState = Atomic<Int>(0)
+    /// The eventfd the idle thread blocks on reading (no timer); ``wake()`` rings it. Nil if none could be made
+    /// (out of descriptors): the thread then never goes idle.
+    private let wakeEvent = try? WakeEvent()
     /// Frames the device holds after a write: how far behind the mix the speaker is (a stream's delay).
     public var queuedFrames: Int { granted.periodFrames * max(1, granted.periods) }
     private let running = Atomic<Bool>(false)
@@ -225,6 +256,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     public func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
+        wake()
         thread.join()
         self.thread = nil
         // The audio thread has ended: what it owned is the control side's now.
@@ -254,6 +286,9 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// Control side, from the loop: closes what the audio thread let go of (a device replaced at a route change, or
     /// lost) and, while the device is lost, reopens it when due (``untilNextReopening``) and hands it over.
     public func service() {
+        // Whatever this iteration of the loop asked of the engine (a sound, a stream's start, a route's device, a
+        // recorder) is in its rings now: an idle thread wakes for it before anything of it is rendered.
+        defer { wakeIfNeeded() }
         reap()
         guard let due = nextReopening, Self.monotonicNanoseconds() >= due else { return }
         guard let reopened = open(reopenConfiguration) else {
@@ -270,6 +305,58 @@ public final class AudioOutputThread: @unchecked Sendable {
             return
         }
         send(Handover(device: reopened, requested: reopenConfiguration, reason: .reopened))
+    }
+
+    /// Wakes the idle thread: it prepares the device and renders the next period at once. Harmless (one atomic
+    /// load) when it is not idle. Control side, after pushing what it wants played.
+    public func wake() {
+        // Pairs with the fence in ``goIdle()``: either the thread sees what was pushed before this, or this sees
+        // that it is idle.
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        guard idleState.load(ordering: .sequentiallyConsistent) == 1,
+            idleState.compareExchange(expected: 1, desired: 0, ordering: .sequentiallyConsistent).exchanged
+        else { return }
+        wakeEvent?.ring()
+    }
+
+    /// Wakes the idle thread if anything waits for it: commands for the engine, a device handed over, a recorder.
+    public func wakeIfNeeded() {
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        if idleState.load(ordering: .sequentiallyConsistent) == 1 && workWaiting() { wake() }
+    }
+
+    /// Whether something waits for the audio thread: commands in the engine's ring, a device in `incoming`, a
+    /// period hook that wants periods. Atomics only: either side.
+    private func workWaiting() -> Bool {
+        if engine.commands.count > 0 || incoming.load(ordering: .acquiring) != 0 { return true }
+        guard let hook = periodHook, let wants = hook.wantsPeriods else { return false }
+        return wants(hook.context)
+    }
+
+    /// On the audio thread, after `quietFrames` reached the idle time: stops the device (what it holds is silence),
+    /// blocks on the eventfd until woken, and prepares the device again. Nothing here allocates, locks or logs.
+    private func goIdle() {
+        guard let device = playback, let wakeEvent, !workWaiting() else { return }
+        device.halt()
+        counters.idlings.add(1, ordering: .relaxed)
+        counters.idle.store(1, ordering: .relaxed)
+        idleState.store(1, ordering: .sequentiallyConsistent)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        let found = !running.load(ordering: .acquiring) || workWaiting()
+        if !(found && idleState.compareExchange(expected: 1, desired: 0, ordering: .sequentiallyConsistent).exchanged) {
+            // Someone else took the state back to 0 (or will): its write of the eventfd ends this read.
+            wakeEvent.wait()
+        }
+        counters.idle.store(0, ordering: .relaxed)
+        counters.wakings.add(1, ordering: .relaxed)
+        guard running.load(ordering: .acquiring) else { return }
+        // Prepared, the device starts when the next periods have filled its buffer: they are written at once, the
+        // first with the beginning of the sound that woke the thread.
+        switch device.resume() {
+        case .gone: handBackLost()
+        case .failed: counters.writeErrors.add(1, ordering: .relaxed)
+        case .written, .recovered: break
+        }
     }
 
     /// How long until ``service()`` next tries to open the lost device (zero when due), nil while it is not lost.
@@ -499,6 +586,9 @@ public final class AudioOutputThread: @unchecked Sendable {
         let idle = Duration.nanoseconds(min(max(frames * 1_000_000_000 / granted.sampleRate, 1_000_000), 10_000_000))
         // When the last period started; 0 until a period is written on the current device.
         var previousStart = 0
+        // Quiet frames after which the thread goes idle (never less than the device's queue, which is then only
+        // silence); nil keeps the device fed.
+        let idleFrames = idleAfter.map { max(Int(engine.format.frames($0)), queuedFrames) }
         while running.load(ordering: .relaxed) {
             // A handover seen now was published after the commands that go with it (R5's pauses before the
             // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
@@ -543,6 +633,11 @@ public final class AudioOutputThread: @unchecked Sendable {
                 sleepFor(.milliseconds(10))
             }
             if switching { acceptHandover() }
+            if let idleFrames, engine.quietFrames >= idleFrames, fadingBox == 0, lostBox == 0 {
+                goIdle()
+                // The time asleep is not a gap between periods.
+                previousStart = 0
+            }
         }
     }
 

@@ -46,6 +46,11 @@ public final class WAVFileOutput: PCMOutput {
     private var headerUpdatedAt = 0
     /// Set when a rotation failed: `path` keeps what it has.
     private var stopped = false
+    /// When the audio thread went idle (CLOCK_MONOTONIC nanoseconds), 0 while it writes.
+    private var haltedAt = 0
+    /// A tenth of a second of silence: what fills the file for the time the output was idle.
+    private let silence: UnsafeMutableRawPointer
+    private let silenceFrames: Int
 
     /// Creates (truncates) `path`, and its directory when missing, for 16-bit PCM at the configuration's rate and
     /// channels.
@@ -73,6 +78,9 @@ public final class WAVFileOutput: PCMOutput {
         maximumBytes = 2 * halfBytes
         cPath = strdup(path)
         cNextPath = strdup(nextPath)
+        silenceFrames = max(granted.sampleRate / 10, 1)
+        silence = .allocate(byteCount: silenceFrames * frameBytes, alignment: 16)
+        silence.initializeMemory(as: UInt8.self, repeating: 0, count: silenceFrames * frameBytes)
         // A missing directory (the first run's ~/.local/state/hush) is made; if that fails, open says why.
         try? Directory.make(Directory.name(of: path))
         current = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
@@ -80,6 +88,7 @@ public final class WAVFileOutput: PCMOutput {
             let code = errno
             free(cPath)
             free(cNextPath)
+            silence.deallocate()
             throw HardwareError(
                 operation: "create the output file",
                 device: "'\(path)'",
@@ -110,11 +119,44 @@ public final class WAVFileOutput: PCMOutput {
         close()
         free(cPath)
         free(cNextPath)
+        silence.deallocate()
     }
 
     public func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
         guard current >= 0 else { return .gone }
         if paced { waitForPeriod(frames: frames) }
+        return append(buffer, frames: frames)
+    }
+
+    /// The audio thread goes idle: the file stops growing until ``resume()``.
+    public func halt() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        haltedAt = now.tv_sec * 1_000_000_000 + now.tv_nsec
+    }
+
+    /// The audio thread wakes: the file gets the silence of the time it was idle (at most what it keeps), so that
+    /// its time stays the speaker's time (tests and people measure when sounds start in it), and the pacing
+    /// starts afresh.
+    public func resume() -> ALSAPlayback.WriteResult {
+        guard current >= 0 else { return .gone }
+        guard haltedAt != 0 else { return .written }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let idle = now.tv_sec * 1_000_000_000 + now.tv_nsec - haltedAt
+        haltedAt = 0
+        var left = min(idle / 1000 * granted.sampleRate / 1_000_000, maximumBytes / (granted.channels * 2))
+        while left > 0 {
+            let frames = min(left, silenceFrames)
+            if case .failed(let code) = append(silence, frames: frames) { return .failed(code) }
+            left -= frames
+        }
+        nextDue = now
+        return .written
+    }
+
+    /// Adds `frames` frames to the file(s), rotating when due.
+    private func append(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
         let bytes = frames * granted.channels * 2
         if rotates && !stopped {
             if currentBytes + bytes > maximumBytes { rotate() }

@@ -148,6 +148,9 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var latencyMilliseconds: Double
         /// The route's own PCM when it would not open: the sound stays on `pcm` while hushd tries it again.
         public var pending: Pending?
+        /// True while the output is idle: nothing played for `[output] idle_seconds`, so the device is stopped
+        /// and the audio thread asleep until the next sound. Nil from a hushd that does not say.
+        public var idle: Bool?
 
         /// A route's PCM that would not open (another program holds it, or its card is missing).
         public struct Pending: Codable, Hashable, Sendable {
@@ -179,7 +182,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             xruns: Int,
             losses: Int,
             latencyMilliseconds: Double,
-            pending: Pending? = nil
+            pending: Pending? = nil,
+            idle: Bool? = nil
         ) {
             self.pcm = pcm
             self.open = open
@@ -191,6 +195,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.losses = losses
             self.latencyMilliseconds = (latencyMilliseconds * 100).rounded() / 100
             self.pending = pending
+            self.idle = idle
         }
     }
 

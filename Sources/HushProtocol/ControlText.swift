@@ -22,7 +22,8 @@ public enum ControlText {
             "ringer volume    \(volume(status.ringerVolume, status.ringerGainDecibels))",
             "buttons control  the \(status.buttonsControl) volume",
             "secondary audio  " + (status.secondaryAudioShouldBeSilenced ? "should be silenced" : "may play"),
-            "output           \(output.pcm) " + (output.open ? "(open)" : "(LOST, retrying)"),
+            "output           \(output.pcm) "
+                + (output.open ? (output.idle == true ? "(open, idle)" : "(open)") : "(LOST, retrying)"),
             "                 \(output.sampleRate) Hz, \(output.channels) ch, \(output.periods) x "
                 + "\(output.periodFrames) frames (\(DecimalText.trimmed(output.latencyMilliseconds, places: 2)) ms), "
                 + "\(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), "

@@ -1,5 +1,6 @@
 import HushCore
 import HushMixer
+import Synchronization
 
 /// Hands the microphone to its consumers — applications' capture streams, and relays onto a bus — once per period,
 /// on the audio thread: the one place where the microphone's frames are read, so every consumer of a period gets
@@ -22,6 +23,8 @@ public final class CaptureRouter: @unchecked Sendable {
     public let microphone: SampleRing?
     private let scratch: UnsafeMutablePointer<Float>
     private let maxFrames: Int
+    /// The consumers the audio thread hands periods to, as it last counted them: readable from either side.
+    private let consumers = Atomic<Int>(0)
     /// Control side: streams added and not yet confirmed released.
     private var held: [ObjectIdentifier: CaptureConsumer] = [:]
     private var pendingCommands: [Command] = []
@@ -45,10 +48,19 @@ public final class CaptureRouter: @unchecked Sendable {
 
     /// The hook the audio thread calls after each period's mix.
     public var hook: PeriodHook {
-        PeriodHook(context: Unmanaged.passUnretained(self).toOpaque()) { context, frames in
-            Unmanaged<CaptureRouter>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.period(frames: frames) }
-        }
+        PeriodHook(
+            context: Unmanaged.passUnretained(self).toOpaque(),
+            call: { context, frames in
+                Unmanaged<CaptureRouter>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.period(frames: frames) }
+            },
+            wantsPeriods: { context in
+                Unmanaged<CaptureRouter>.fromOpaque(context)._withUnsafeGuaranteedRef { $0.wantsPeriods }
+            }
+        )
     }
+
+    /// Whether a consumer takes periods, or one is on its way (the audio thread must not go idle): either side.
+    public var wantsPeriods: Bool { consumers.load(ordering: .relaxed) > 0 || commands.count > 0 }
 
     /// Control side: whether another stream fits.
     public var hasRoom: Bool { held.count < Self.capacity }
@@ -85,6 +97,9 @@ public final class CaptureRouter: @unchecked Sendable {
     /// Audio thread.
     func period(frames: Int) {
         let frames = min(frames, maxFrames)
+        // Nobody heard the microphone until now (none listened, or the audio thread was idle and its ring filled
+        // up): what waits is old; a consumer added now starts with the latest period.
+        if count == 0 { microphone?.discard(keeping: frames) }
         while let command = commands.pop() {
             switch command {
             case .add(let pointer):
@@ -102,6 +117,7 @@ public final class CaptureRouter: @unchecked Sendable {
                 _ = releasedRing.push(pointer)
             }
         }
+        consumers.store(count, ordering: .relaxed)
         var source: UnsafePointer<Float>?
         var channels = 2
         if let microphone {
@@ -140,12 +156,24 @@ public final class CaptureRouters: @unchecked Sendable {
 
     /// The hook the audio thread calls after each period's mix; this object must outlive the thread's use of it.
     public var hook: PeriodHook {
-        PeriodHook(context: Unmanaged.passUnretained(self).toOpaque()) { context, frames in
-            Unmanaged<CaptureRouters>.fromOpaque(context)._withUnsafeGuaranteedRef { group in
-                for pointer in group.pointers {
-                    Unmanaged<CaptureRouter>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.period(frames: frames) }
+        PeriodHook(
+            context: Unmanaged.passUnretained(self).toOpaque(),
+            call: { context, frames in
+                Unmanaged<CaptureRouters>.fromOpaque(context)._withUnsafeGuaranteedRef { group in
+                    for pointer in group.pointers {
+                        Unmanaged<CaptureRouter>.fromOpaque(pointer)._withUnsafeGuaranteedRef {
+                            $0.period(frames: frames)
+                        }
+                    }
+                }
+            },
+            wantsPeriods: { context in
+                Unmanaged<CaptureRouters>.fromOpaque(context)._withUnsafeGuaranteedRef { group in
+                    group.pointers.contains { pointer in
+                        Unmanaged<CaptureRouter>.fromOpaque(pointer)._withUnsafeGuaranteedRef { $0.wantsPeriods }
+                    }
                 }
             }
-        }
+        )
     }
 }

@@ -177,6 +177,8 @@ struct EveryKeyTests {
             plain("output", "periods", ["2", "16"], ["1", "17"]),
             plain("output", "realtime_priority", ["0", "1", "99"], ["-1", "100"]),
             plain("output", "fallback_wav", ["\"\"", "\"hushd-output.wav\"", "\"/tmp/out.wav\""], ["1"]),
+            plain("output", "idle_seconds", ["1", "2.5", "3600"], ["0", "0.5", "3601", "\"5\""]),
+            plain("output", "keep_warm", ["true", "false"], ["1", "\"yes\""]),
             plain("buttons", "repeat_delay_ms", ["50", "5000"], ["49", "5001"]),
             plain("buttons", "repeat_interval_ms", ["20", "2000"], ["19", "2001"]),
             plain("buttons", "idle_target", VolumeKind.allCases.map { "\"\($0.rawValue)\"" }, ["\"music\""]),

@@ -202,6 +202,7 @@ struct ConfigurationTests {
         let configuration = try HushdConfiguration.parse("# nothing\n", file: "hushd.toml")
         #expect(configuration.output.playback == PlaybackConfiguration())
         #expect(configuration.output.realtimePriority == 70 && configuration.output.fallbackWAV == nil)
+        #expect(configuration.output.idleAfter == .seconds(5) && configuration.daemonSetup().idleAfter == .seconds(5))
         #expect(configuration.routes == [.speaker: .init(pcm: "default")])
         #expect(configuration.inputs.isEmpty)
         #expect(configuration.control.socket == "/run/hush/control.sock")
@@ -227,6 +228,8 @@ struct ConfigurationTests {
             pcm = "plughw:1,0"
             realtime_priority = 0
             fallback_wav = "/tmp/out.wav"
+            idle_seconds = 2.5
+            keep_warm = true
 
             [buttons]
             repeat_delay_ms = 400
@@ -299,6 +302,8 @@ struct ConfigurationTests {
         let setup = configuration.daemonSetup()
         #expect(setup.output.pcm == "plughw:1,0" && setup.realtimePriority == 0)
         #expect(setup.fallbackWAV == "/tmp/out.wav" && setup.maxSessionsPerClient == 2)
+        // keep_warm wins over idle_seconds: the output never stops.
+        #expect(configuration.output.idleSeconds == 2.5 && configuration.output.keepWarm && setup.idleAfter == nil)
         #expect(setup.soundDirectories == ["/srv/sounds"])
     }
 
@@ -451,7 +456,14 @@ struct ConfigurationTests {
                 "[output]\npcm = \"a\"\n  [output.x]\n",
                 [
                     "hushd.toml:3: [output] x: unknown key; known here: pcm, rate, channels, format, period_frames, "
-                        + "periods, realtime_priority, fallback_wav"
+                        + "periods, realtime_priority, fallback_wav, idle_seconds, keep_warm"
+                ]
+            ),
+            (
+                "[output]\nidle_seconds = 0.2\nkeep_warm = \"yes\"\n",
+                [
+                    "hushd.toml:2: [output] idle_seconds = 0.2: must be a number from 1 to 3600",
+                    "hushd.toml:3: [output] keep_warm = \"yes\": must be true or false (without quotes), not a string",
                 ]
             ),
             (
