@@ -46,4 +46,5 @@ func describe(_ events: [TimedInputEvent]) -> String {
     events.map { "\($0.event)" }.joined(separator: "; ")
 }
 
-let allChecks: [Check] = gpioChecks + alsaChecks + evdevChecks + outputChecks + volumeControlChecks
+let allChecks: [Check] =
+    gpioChecks + alsaChecks + evdevChecks + outputChecks + volumeControlChecks + idleChecks
