@@ -227,7 +227,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     public func start() throws(HardwareError) {
         guard !running.load(ordering: .acquiring) else { return }
         running.store(true, ordering: .releasing)
-        if mlockall(MCL_CURRENT | MCL_FUTURE) != 0 {
+        if mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 {
             logger.warning(
                 "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
             )
