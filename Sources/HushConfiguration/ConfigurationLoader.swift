@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import HushCore
 import HushSystem
 
@@ -75,29 +75,16 @@ package enum ConfigurationLoader {
         func failure(_ message: String) -> ConfigurationError {
             ConfigurationError(ConfigurationProblem(file: path, message: message))
         }
-        let descriptor = SystemCall.retrying { open(path, O_RDONLY | O_CLOEXEC) }
-        guard descriptor >= 0 else {
-            throw failure("cannot open the configuration: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let count = SystemCall.retrying {
-                chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-            }
-            guard count >= 0 else {
-                throw failure("cannot read the configuration: \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[..<count])
+        do throws(TextFile.Failure) {
             // A configuration is a few kilobytes; a huge file is a mistake (or /dev/zero).
-            guard bytes.count <= 1 << 20 else { throw failure("larger than 1 MiB: is this a configuration file?") }
+            return try TextFile.read(path, limit: 1 << 20, tooLarge: "larger than 1 MiB: is this a configuration file?")
+        } catch let problem where problem.errno != 0 {
+            throw failure("cannot \(problem.operation) the configuration: \(String(cString: strerror(problem.errno)))")
+        } catch let problem {
+            throw failure(
+                problem.problem == "not UTF-8 text" ? "not UTF-8 text: is this a configuration file?" : problem.problem
+            )
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw failure("not UTF-8 text: is this a configuration file?")
-        }
-        return text
     }
 
     /// The checked configuration in `text`, with the profile it starts from.

@@ -741,7 +741,7 @@ final class ConfigurationReader {
         do {
             configuration.volume.curve = try VolumeCurve(anchors: anchors)
         } catch {
-            report(table, "curve", node, error.description.replacingOccurrences(of: "volume curve ", with: ""))
+            report(table, "curve", node, error.description.replacing("volume curve ", with: ""))
         }
     }
 

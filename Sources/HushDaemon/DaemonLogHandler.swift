@@ -55,13 +55,13 @@ public struct DaemonLogHandler: LogHandler {
             var parts = tm()
             var seconds = now.tv_sec
             localtime_r(&seconds, &parts)
-            let stamp = String(
-                format: "%02d:%02d:%02d.%03d ",
-                parts.tm_hour,
-                parts.tm_min,
-                parts.tm_sec,
-                now.tv_nsec / 1_000_000
-            )
+            func padded(_ value: Int, _ width: Int) -> String {
+                let digits = String(value)
+                return String(repeating: "0", count: max(0, width - digits.count)) + digits
+            }
+            let stamp =
+                "\(padded(Int(parts.tm_hour), 2)):\(padded(Int(parts.tm_min), 2)):\(padded(Int(parts.tm_sec), 2))."
+                + "\(padded(now.tv_nsec / 1_000_000, 3)) "
             text = stamp + text
         }
         let line = (router.journal ? Self.journalLines(text, level: level) : text) + "\n"

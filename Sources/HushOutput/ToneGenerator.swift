@@ -1,5 +1,8 @@
-import Foundation
 import HushCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Test and example tones, generated rather than shipped as files.
 public enum ToneGenerator {

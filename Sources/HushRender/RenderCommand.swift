@@ -1,9 +1,13 @@
-import Foundation
+import FoundationEssentials
 import HushConfiguration
 import HushConsole
 import HushCore
 import HushOutput
 import HushSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `hush-render`: a scenario through the real policy and mixer into a WAV file, an SVG picture, or a soak.
 package enum RenderCommand {
@@ -38,10 +42,10 @@ package enum RenderCommand {
                 try TimelinePlot.write(renderer.timeline, scenarioPath: scenarioPath, to: plot)
             }
             if let events = options["--events"] {
-                do {
-                    try renderer.eventLines().write(toFile: events, atomically: true, encoding: .utf8)
+                do throws(TextFile.Failure) {
+                    try TextFile.write(renderer.eventLines(), to: events)
                 } catch {
-                    throw CommandError("cannot write events to '\(events)': \(error.localizedDescription)")
+                    throw CommandError("cannot write events to '\(events)': \(error)")
                 }
             }
             let seconds = Double(scenario.end.nanoseconds) / 1e9
@@ -139,10 +143,10 @@ extension Scenario {
     /// Reads and parses the scenario file at `path`.
     static func load(_ path: String) throws -> Scenario {
         let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+        do throws(TextFile.Failure) {
+            text = try TextFile.read(path, limit: 16 << 20, tooLarge: "larger than 16 MiB: is this a scenario?")
         } catch {
-            throw CommandError("cannot read scenario '\(path)': \(error.localizedDescription)")
+            throw CommandError("cannot read scenario '\(path)': \(error)")
         }
         return try Scenario.parse(text, file: path)
     }

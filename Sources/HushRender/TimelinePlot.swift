@@ -1,10 +1,14 @@
-import Foundation
+import FoundationEssentials
 import HushConfiguration
 import HushConsole
 import HushCore
 import HushOutput
 import HushPolicy
 import HushSystem
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What `hush-render --plot` draws, recorded while a scenario renders: each bus's level as the mixer reported it,
 /// the silence switch, headphones and route after every change, and every event with the rules of the decisions
@@ -170,13 +174,13 @@ public enum TimelinePlot {
     public static func write(_ timeline: ScenarioTimeline, scenarioPath: String, to path: String) throws(PlotError) {
         try check(path)
         // The labels quote the scenario's own lines; without the file they fall back to the policy's words.
-        let source = try? String(contentsOfFile: scenarioPath, encoding: .utf8)
+        let source = try? TextFile.read(scenarioPath, limit: 16 << 20, tooLarge: "too large")
         let name = scenarioPath.split(separator: "/").last.map(String.init) ?? scenarioPath
         let picture = svg(timeline, title: name, source: source)
-        do {
-            try picture.write(toFile: path, atomically: true, encoding: .utf8)
+        do throws(TextFile.Failure) {
+            try TextFile.write(picture, to: path)
         } catch {
-            throw PlotError(description: "cannot write the plot to '\(path)': \(error.localizedDescription)")
+            throw PlotError(description: "cannot write the plot to '\(path)': \(error)")
         }
     }
 

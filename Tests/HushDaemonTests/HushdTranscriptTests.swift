@@ -107,6 +107,25 @@ struct LibraryTests {
         #expect(AudioFileLibraries.samplerateVersion.hasPrefix("libsamplerate-"))
     }
 
+    /// Foundation brings ICU's data (38 MiB mapped) and its own 13 MiB; the board's programs use
+    /// FoundationEssentials at most (issue 20). Read from the binaries' dynamic section, as the loader reads it.
+    @Test(
+        "hushd and hushctl need FoundationEssentials at most, never Foundation or ICU",
+        arguments: ["hushd", "hushctl"]
+    )
+    func noFoundation(program: String) throws {
+        let readelf = try runToEnd(
+            URL(fileURLWithPath: "/usr/bin/readelf"),
+            ["-d", HushdTranscriptTests.executable(program).path]
+        )
+        let needed = readelf.output.split(separator: "\n").filter { $0.contains("(NEEDED)") }
+        #expect(readelf.status == 0 && !needed.isEmpty, "\(readelf.output)")
+        let foundation = needed.filter {
+            $0.contains("[libFoundation.so") || $0.contains("libFoundationInternationalization") || $0.contains("ICU")
+        }
+        #expect(foundation.isEmpty, "\(program) needs \(foundation)")
+    }
+
     @Test(
         "evdev codes are found by their kernel names and print them",
         arguments: [
