@@ -60,3 +60,7 @@ echo "== control request lines: hushd's JSON reader against Foundation's JSONDec
 echo
 echo "== lines from hushd: written with JSONEncoder, read by hushctl (JSONReader's check, then JSONDecoder) =="
 "$bench" messages 5000
+
+echo
+echo "== hushd with nothing to play: CPU and context switches over 30 s, kept warm and idle (Benchmarks/idle.sh) =="
+(cd .. && swift build -c release --product hushd >/dev/null && Benchmarks/idle.sh .build/release/hushd 30)
