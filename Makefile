@@ -97,6 +97,7 @@ test: deps test-tools lint architecture boards deploy-check alsa-plugin
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
 	.ci/check-config-corpus.sh
+	$(MAKE) deb-check
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 	$(MAKE) gpiod2
 	$(SWIFT) test
@@ -247,4 +248,62 @@ format:
 	$(SWIFT) format -i -r Package.swift Sources Tests
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-gpiod2 Fuzz/.build
+	rm -rf .build .build-asan .build-tsan .build-gpiod2 .build-deb Fuzz/.build
+
+## deb: hush's Debian package for this machine's architecture and release, .build/deb/hush_VERSION_ARCH.deb: hushd and
+## hushctl from a release build with Swift's runtime linked in (its own scratch path, .build-deb), the ALSA plugin
+## built for the package, the rest laid out by deploy/install.sh --package (deploy/deb/build-deb.sh; docs/deploy.md).
+## deb-arm64: the same for Raspberry Pi OS trixie on arm64, from make arm64's hushd and hushctl and the ALSA plugin
+## cross-compiled with aarch64-linux-gnu-gcc against trixie's alsa-lib, fetched and unpacked into .build/deb (nothing
+## installed). deb-check (make test): builds the package and checks it, installed into a scratch root
+## (deploy/deb/test-deb.sh).
+DEB_DIR := .build/deb
+DEB_SCRATCH ?= .build-deb
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_APT_PACKAGES := dpkg-dev binutils device-tree-compiler lintian shellcheck
+# Linked as Debian's hardening flags link (lintian: hardening-no-bindnow, hardening-no-fortify-functions).
+DEB_HARDENING := -D_FORTIFY_SOURCE=2 -Wl,-z,relro,-z,now
+DEB_SWIFT_BUILD = $(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) \
+  -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+DEB_PLUGIN_DIR := $(DEB_DIR)/alsa-plugin-$(DEB_ARCH)
+DEB_PLUGIN := $(DEB_PLUGIN_DIR)/libasound_module_pcm_hush.so
+ARM64_SUITE ?= trixie
+# Where make arm64 leaves the arm64 hushd and hushctl (cross/trixie.sh arm64).
+ARM64_BIN_DIR ?= .build/arm64
+ARM64_ROOT := $(abspath $(DEB_DIR)/$(ARM64_SUITE)-arm64)/root
+ALSA_PLUGIN_ARM64_DIR := $(DEB_DIR)/alsa-plugin-arm64
+ALSA_PLUGIN_ARM64 := $(ALSA_PLUGIN_ARM64_DIR)/libasound_module_pcm_hush.so
+.PHONY: deb deb-check deb-inputs deb-arm64 alsa-plugin-arm64
+
+deb-inputs: deps
+	$(call install-missing,$(DEB_APT_PACKAGES))
+	$(DEB_SWIFT_BUILD) --product hushd
+	$(DEB_SWIFT_BUILD) --product hushctl
+	$(MAKE) --no-print-directory ALSA_PLUGIN_DIR=$(DEB_PLUGIN_DIR) PLUGIN_CC="$(PLUGIN_CC) $(DEB_HARDENING)" \
+	  $(DEB_PLUGIN)
+
+deb: deb-inputs
+	deploy/deb/build-deb.sh $(DEB_ARCH) "$$($(DEB_SWIFT_BUILD) --show-bin-path)" $(DEB_PLUGIN) $(DEB_DIR)
+
+deb-check: deb-inputs
+	deploy/deb/test-deb.sh $(DEB_ARCH) "$$($(DEB_SWIFT_BUILD) --show-bin-path)" $(DEB_PLUGIN)
+
+# The ALSA plugin for arm64: the same rule as alsa-plugin's, with the cross compiler and pkg-config looking only at
+# trixie's arm64 alsa-lib (libasound2-dev and libasound2t64, unpacked by deploy/deb/fetch-debs.sh).
+alsa-plugin-arm64: deps
+	$(call install-missing,gcc-aarch64-linux-gnu dpkg-dev)
+	deploy/deb/fetch-debs.sh $(ARM64_SUITE) arm64 $(DEB_DIR)/$(ARM64_SUITE)-arm64 libasound2-dev libasound2
+	PKG_CONFIG_LIBDIR=$(ARM64_ROOT)/usr/lib/aarch64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$(ARM64_ROOT) \
+	  $(MAKE) --no-print-directory ALSA_PLUGIN_DIR=$(ALSA_PLUGIN_ARM64_DIR) \
+	  PLUGIN_CC="aarch64-linux-gnu-gcc -Wl,-rpath-link=$(ARM64_ROOT)/usr/lib/aarch64-linux-gnu $(DEB_HARDENING)" \
+	  $(ALSA_PLUGIN_ARM64)
+
+deb-arm64: alsa-plugin-arm64
+	$(call install-missing,$(DEB_APT_PACKAGES))
+	@if $(MAKE) -n arm64 >/dev/null 2>&1; then $(MAKE) --no-print-directory arm64; else \
+	  echo "make deb-arm64: this Makefile has no arm64 target yet to build hushd and hushctl for arm64;" \
+	    "put them (linked with --static-swift-stdlib against $(ARM64_SUITE)'s libraries) in $(ARM64_BIN_DIR)" \
+	    "or give ARM64_BIN_DIR=DIR" >&2; fi
+	@for f in hushd hushctl; do [ -f $(ARM64_BIN_DIR)/$$f ] || { echo "make deb-arm64: no arm64 $$f in" \
+	  "$(ARM64_BIN_DIR) (make arm64 builds it; ARM64_BIN_DIR=DIR names another directory)" >&2; exit 1; }; done
+	deploy/deb/build-deb.sh --suite $(ARM64_SUITE) arm64 $(ARM64_BIN_DIR) $(ALSA_PLUGIN_ARM64) $(DEB_DIR)

@@ -125,11 +125,12 @@ else
     echo "SKIP hushd check-config: $hushd is not built or has no check-config yet"
 fi
 
-# 4. The scripts.
-if shellcheck "$here"/*.sh >"$work/shellcheck" 2>&1; then
-    echo "PASS shellcheck deploy/*.sh"
+# 4. The scripts, the package's maintainer scripts among them (-x: the sourced test-lib.sh too).
+if shellcheck -x "$here"/*.sh "$here"/deb/*.sh "$here"/deb/postinst "$here"/deb/prerm "$here"/deb/postrm \
+    >"$work/shellcheck" 2>&1; then
+    echo "PASS shellcheck deploy/*.sh deploy/deb/*.sh and the maintainer scripts"
 else
-    fail "shellcheck deploy/*.sh:"
+    fail "shellcheck deploy/*.sh deploy/deb:"
     sed 's/^/    /' "$work/shellcheck"
 fi
 

@@ -7,7 +7,7 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-usage: deploy/install.sh [--prefix DIR] [--board NAME] [--bin-dir DIR] [--dest-dir DIR] [--no-start]
+usage: deploy/install.sh [--prefix DIR] [--board NAME] [--bin-dir DIR] [--dest-dir DIR [--package]] [--no-start]
                          [--plugin FILE] [--alsa-lib-dir DIR] [--default-device]
        deploy/install.sh --uninstall [--purge] [--prefix DIR] [--dest-dir DIR] [--alsa-lib-dir DIR]
 
@@ -17,6 +17,10 @@ usage: deploy/install.sh [--prefix DIR] [--board NAME] [--bin-dir DIR] [--dest-d
   --bin-dir DIR   where the built hushd and hushctl are (default .build/release: swift build -c release)
   --dest-dir DIR  install below DIR instead of / (packaging, tests); the system steps (users, directories,
                   udev, systemctl) are then skipped
+  --package       with --dest-dir: a distribution package's layout (deploy/deb/build-deb.sh): the unit in
+                  /usr/lib/systemd/system, the udev rule in /usr/lib/udev/rules.d, the compiled overlays in
+                  /usr/share/hush/overlays (the package copies them to the firmware's directory), --prefix /usr
+                  unless given
   --no-start      enable hushd.service but do not start or restart it (e.g. before the reboot that loads
                   the overlays)
   --plugin FILE   the built hush ALSA plugin (default .build/alsa-plugin/libasound_module_pcm_hush.so:
@@ -34,7 +38,7 @@ EOF
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-prefix=/usr/local
+prefix=""
 board=pi4-dac-hat
 bin_dir="$root/.build/release"
 dest=""
@@ -44,6 +48,7 @@ purge=no
 plugin="$root/.build/alsa-plugin/libasound_module_pcm_hush.so"
 alsa_lib_dir=""
 default_device=no
+package=no
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -64,6 +69,7 @@ while [ $# -gt 0 ]; do
             shift 2
             ;;
         --no-start) start=no; shift ;;
+        --package) package=yes; shift ;;
         --uninstall) uninstall=yes; shift ;;
         --purge) purge=yes; shift ;;
         --default-device) default_device=yes; shift ;;
@@ -71,6 +77,11 @@ while [ $# -gt 0 ]; do
         *) echo "install.sh: unknown option '$1'" >&2; usage >&2; exit 64 ;;
     esac
 done
+if [ "$package" = yes ] && { [ -z "$dest" ] || [ "$uninstall" = yes ]; }; then
+    echo "install.sh: --package lays out a package's files: it needs --dest-dir and no --uninstall" >&2
+    exit 64
+fi
+[ -n "$prefix" ] || prefix="$([ "$package" = yes ] && echo /usr || echo /usr/local)"
 case "$prefix" in
     /*) ;;
     *) echo "install.sh: --prefix must be an absolute path, not '$prefix'" >&2; exit 64 ;;
@@ -89,6 +100,11 @@ fi
 bin="$prefix/bin"
 unit=/etc/systemd/system/hushd.service
 rules=/etc/udev/rules.d/99-hush.rules
+# A package puts them where the distribution's own go, leaving /etc to the administrator.
+if [ "$package" = yes ]; then
+    unit=/usr/lib/systemd/system/hushd.service
+    rules=/usr/lib/udev/rules.d/99-hush.rules
+fi
 sysusers=/usr/lib/sysusers.d/hush.conf
 tmpfiles=/usr/lib/tmpfiles.d/hush.conf
 config=/etc/hush/hushd.toml
@@ -268,9 +284,12 @@ else
     install_file 0644 "$staged/hushd.toml" "$config"
 fi
 
-# Overlays go where the firmware reads them: /boot/firmware/overlays (bookworm), /boot/overlays (before).
+# Overlays go where the firmware reads them: /boot/firmware/overlays (bookworm), /boot/overlays (before). A package
+# ships them in /usr/share/hush/overlays and copies them there when it is installed (deploy/deb/postinst): the
+# firmware's directory is another file system, and the firmware's packages own it.
 overlays=""
-for candidate in /boot/firmware/overlays /boot/overlays; do
+[ "$package" = yes ] && mkdir -p "$dest$share/overlays"
+for candidate in $([ "$package" = yes ] && echo "$share/overlays") /boot/firmware/overlays /boot/overlays; do
     if [ -d "$dest$candidate" ]; then
         overlays="$candidate"
         break
@@ -279,6 +298,10 @@ done
 if [ -z "$overlays" ]; then
     note "skipped (overlays): no /boot/firmware/overlays or /boot/overlays${dest:+ in $dest}: not a Raspberry Pi?"
 elif ! command -v dtc >/dev/null; then
+    if [ "$package" = yes ]; then
+        echo "install.sh: a package needs its overlays, and dtc is not installed: apt install device-tree-compiler" >&2
+        exit 69
+    fi
     note "skipped (overlays): dtc is not installed (apt install device-tree-compiler)"
 else
     for source in "$root"/board/overlays/*.dts; do

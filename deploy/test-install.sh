@@ -10,19 +10,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-passed=0
-failed=0
-
-pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
-# expect NAME COMMAND...: one check, named for the person reading the output.
-expect() {
-    local name="$1"
-    shift
-    if "$@"; then pass "$name"; else fail "$name"; fi
-}
-# mode_is PATH MODE: PATH exists as a regular file or directory with exactly MODE (octal, as stat prints it).
-mode_is() { [ -e "$1" ] && [ "$(stat -c %a "$1")" = "$2" ]; }
+# shellcheck source-path=SCRIPTDIR source=test-lib.sh
+. "$here/test-lib.sh"
 
 # Stand-ins for the built executables: install.sh copies them, it never runs them.
 mkdir -p "$work/bin"
@@ -47,8 +36,6 @@ run() {
     "$here/install.sh" --bin-dir "$work/bin" --dest-dir "$dest" --plugin "$work/plugin/libasound_module_pcm_hush.so" \
         "${alsa_args[@]}" "$@" >"$work/out" 2>&1
 }
-# links_to LINK TARGET: LINK is a symbolic link whose text is TARGET.
-links_to() { [ -L "$1" ] && [ "$(readlink "$1")" = "$2" ]; }
 
 # First install: every file in place.
 expect "install.sh --dest-dir succeeds" run --board pi5-dac-hat
