@@ -300,7 +300,7 @@ alsa-plugin-arm64: deps
 
 deb-arm64: alsa-plugin-arm64
 	$(call install-missing,$(DEB_APT_PACKAGES))
-	@if $(MAKE) -n arm64 >/dev/null 2>&1; then $(MAKE) --no-print-directory arm64; else \
+	@if grep -Eq '^arm64:' $(firstword $(MAKEFILE_LIST)); then $(MAKE) --no-print-directory arm64; else \
 	  echo "make deb-arm64: this Makefile has no arm64 target yet to build hushd and hushctl for arm64;" \
 	    "put them (linked with --static-swift-stdlib against $(ARM64_SUITE)'s libraries) in $(ARM64_BIN_DIR)" \
 	    "or give ARM64_BIN_DIR=DIR" >&2; fi
