@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version:6.0
 // hush — phone-like audio behaviour for headless Linux boards.
 //
 // Dependencies point downward only:

@@ -44,7 +44,9 @@ public enum SampleConversion {
         // The vector stores below write native-endian samples: the fused path is for little-endian hosts (all
         // that hush runs on); others scan, then convert with `write`.
         #if _endian(little)
-        let fused = format == .s16LE
+        // A pattern, not `==`: Swift 6.0 compiles `==` on this String-backed enum with reference counting, which
+        // @_noLocks refuses (6.3 does not).
+        let fused = if case .s16LE = format { true } else { false }
         #else
         let fused = false
         #endif

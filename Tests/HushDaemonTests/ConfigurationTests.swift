@@ -285,7 +285,8 @@ struct ConfigurationTests {
         let policy = configuration.policy
         #expect(policy.repeatDelay == .milliseconds(400) && policy.repeatInterval == .milliseconds(80))
         #expect(policy.idleButtonTarget == .ringer)
-        #expect(policy.curve == (try VolumeCurve(anchors: [(1, -60), (8, -30.5), (16, 0)])))
+        let curve = try VolumeCurve(anchors: [(1, -60), (8, -30.5), (16, 0)])
+        #expect(policy.curve == curve)
         #expect(policy.defaultSystemVolume.rawValue == 6 && policy.defaultRingerVolume.rawValue == 9)
         #expect(policy.startupMaximum.rawValue == 10)
         #expect(policy.duckDepth == Gain(decibels: -20))
@@ -629,7 +630,7 @@ struct ConfigurationTests {
                 "output = 5\n",
                 ["hushd.toml:1: output = 5: must be a table: write [output] and its keys on the lines below"]
             ),
-        ]
+        ] as [(String, [String])]
     )
     func mistakes(text: String, expected: [String]) {
         #expect(Self.problems(text) == expected)

@@ -81,8 +81,8 @@ struct SystemdNotifierTests {
         arguments: [
             (["WATCHDOG_USEC": "20000000"], Duration?.some(.seconds(10))),
             (["WATCHDOG_USEC": "3"], .some(.microseconds(1))),
-            (["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": "\(getpid())"], .some(.seconds(10))),
-            (["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": "\(getpid() + 1)"], nil),
+            (["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": String(getpid())], .some(.seconds(10))),
+            (["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": String(getpid() + 1)], nil),
             (["WATCHDOG_USEC": "20000000", "WATCHDOG_PID": "init"], nil),
             (["WATCHDOG_USEC": "0"], nil),
             (["WATCHDOG_USEC": "soon"], nil),

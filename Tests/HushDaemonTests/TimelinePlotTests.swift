@@ -293,7 +293,8 @@ struct TimelinePlotTests {
         #expect(result.status == 0, "\(result.error)")
         #expect(result.output.contains("periods to \(directory)/p.svg ("))
         let written = try String(contentsOfFile: directory + "/p.svg", encoding: .utf8)
-        #expect(written == (try Self.render().svg).replacingOccurrences(of: "test.txt", with: "s.txt"))
+        let rendered = try Self.render().svg
+        #expect(written == rendered.replacingOccurrences(of: "test.txt", with: "s.txt"))
         #expect(!FileManager.default.fileExists(atPath: directory + "/p.wav"))
         let png = try HushdTranscriptTests.run(
             ["--scenario", scenario, "--plot", directory + "/p.png"],

@@ -1,5 +1,6 @@
 import Foundation
 import HushCore
+import HushTesting
 import Testing
 
 @testable import HushGPIO
@@ -50,7 +51,7 @@ struct GPIOChipLookupTests {
     )
     func missingChip(descriptor: String) throws {
         try #require(GPIOChipLookup.devicePaths().isEmpty, "this test expects a machine without GPIO chips")
-        let error = #expect(throws: HardwareError.self) { _ = try GPIOChip(descriptor) }
+        let error = thrownError(HardwareError.self) { _ = try GPIOChip(descriptor) }
         #expect(error?.operation == "open GPIO chip")
         #expect(error?.device == "'\(descriptor)'")
         #expect(error?.message == "no such GPIO chip; chips present: none (is the GPIO driver loaded?)")

@@ -19,7 +19,7 @@ struct EvdevInputSourceTests {
     @Test("opening a path that does not exist says so")
     func missingPath() throws {
         let scratch = try ScratchDirectory()
-        let error = #expect(throws: HardwareError.self) {
+        let error = thrownError(HardwareError.self) {
             try EvdevInputSource(
                 EvdevInputConfiguration(device: .path("/nonexistent/event9"), watchDirectory: scratch.path),
                 logger: RecordingLogHandler.logger().0
@@ -33,7 +33,7 @@ struct EvdevInputSourceTests {
     func missingName() throws {
         let scratch = try ScratchDirectory()
         for name in ["event10", "event2", "js0", "event1"] { try scratch.create(name) }
-        let error = #expect(throws: HardwareError.self) {
+        let error = thrownError(HardwareError.self) {
             try EvdevInputSource(
                 EvdevInputConfiguration(device: .name("gpio-keys"), watchDirectory: scratch.path),
                 logger: RecordingLogHandler.logger().0
@@ -50,7 +50,7 @@ struct EvdevInputSourceTests {
     @Test("with no devices at all, the error says none are present")
     func noDevices() throws {
         let scratch = try ScratchDirectory()
-        let error = #expect(throws: HardwareError.self) {
+        let error = thrownError(HardwareError.self) {
             try EvdevInputSource(
                 EvdevInputConfiguration(device: .name("gpio-keys"), watchDirectory: scratch.path),
                 logger: RecordingLogHandler.logger().0
@@ -66,7 +66,7 @@ struct EvdevInputSourceTests {
     func notEvdev(which: String) throws {
         let scratch = try ScratchDirectory()
         let path = which == "scratch" ? try scratch.create("event0") : which
-        let error = #expect(throws: HardwareError.self) {
+        let error = thrownError(HardwareError.self) {
             try EvdevInputSource(
                 EvdevInputConfiguration(device: .path(path), optional: true, watchDirectory: scratch.path),
                 logger: RecordingLogHandler.logger().0
@@ -79,7 +79,7 @@ struct EvdevInputSourceTests {
     func permissionDenied() throws {
         let scratch = try ScratchDirectory()
         let path = try scratch.create("event0", mode: 0)
-        let error = #expect(throws: HardwareError.self) {
+        let error = thrownError(HardwareError.self) {
             try EvdevInputSource(
                 EvdevInputConfiguration(device: .path(path), optional: true, watchDirectory: scratch.path),
                 logger: RecordingLogHandler.logger().0
@@ -222,7 +222,7 @@ struct EvdevInputSourceTests {
 
     @Test("without a directory to watch, a required device is an error that says why")
     func missingDirectoryRequired() {
-        let error = #expect(throws: HardwareError.self) {
+        let error = thrownError(HardwareError.self) {
             try EvdevInputSource(
                 EvdevInputConfiguration(device: .name("gpio-keys"), watchDirectory: "/nonexistent-input"),
                 logger: RecordingLogHandler.logger().0
@@ -249,7 +249,7 @@ struct EvdevInputSourceTests {
             EvdevDeviceNode(path: "/dev/input/event1", name: "Power Button", openError: EACCES).description
                 == "'Power Button' (/dev/input/event1: permission denied)"
         )
-        let error = #expect(throws: HardwareError.self) { try EvdevInputSource.devices(in: "/nonexistent-input") }
+        let error = thrownError(HardwareError.self) { try EvdevInputSource.devices(in: "/nonexistent-input") }
         #expect(
             error?.description == "cannot list input devices in /nonexistent-input: No such file or directory [errno 2]"
         )
@@ -280,7 +280,7 @@ struct EvdevInputSourceTests {
 
     @Test("uinput without the module is a clear error", .enabled(if: access("/dev/uinput", F_OK) != 0))
     func noUinput() {
-        let error = #expect(throws: HardwareError.self) { try UInputDevice(name: "x", codes: [.volumeUp]) }
+        let error = thrownError(HardwareError.self) { try UInputDevice(name: "x", codes: [.volumeUp]) }
         #expect(error?.message == "no /dev/uinput: load the uinput module (modprobe uinput)")
         #expect(
             error?.description

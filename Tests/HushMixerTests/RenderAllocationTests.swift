@@ -24,7 +24,10 @@ let allocationCounterMissing: String? =
     ? nil : "a sanitizer's allocator replaces malloc in this build, so the counting hooks are left out"
 
 /// The counter itself: it must see what it is meant to see, or a count of 0 proves nothing.
-@Suite("Allocation counter", .enabled(if: allocationCounterMissing == nil, "\(allocationCounterMissing ?? "")"))
+@Suite(
+    "Allocation counter",
+    .enabled(if: allocationCounterMissing == nil, Comment(rawValue: allocationCounterMissing ?? ""))
+)
 struct AllocationCounterTests {
     nonisolated(unsafe) static var kept: [Int] = []
     var kept: [Int] {
@@ -100,7 +103,7 @@ struct AllocationCounterTests {
 /// this runs in `swift test`, in whatever configuration the tests are built.
 @Suite(
     "Mixer: no allocation per period",
-    .enabled(if: allocationCounterMissing == nil, "\(allocationCounterMissing ?? "")")
+    .enabled(if: allocationCounterMissing == nil, Comment(rawValue: allocationCounterMissing ?? ""))
 )
 struct RenderAllocationTests {
     /// A busy mix: every bus in use, mono and stereo sources, a live source fed through a ring, looping and
