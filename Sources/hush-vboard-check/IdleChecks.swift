@@ -65,7 +65,9 @@ let idleChecks: [Check] = [
                                 running = loopbackPlaybackState().contains("RUNNING")
                                 _ = try startClient(
                                     "idle-tone",
-                                    "play --tone \(effectTone) --bus effect --category ambient --mix-with-others --for 1"
+                                    // Playback, which the silence switch never silences (R1): an earlier check
+                                    // may have left the switch on silent.
+                                    "play --tone \(musicTone) --bus music --category playback --mix-with-others --for 1"
                                 )
                             }
                         )
@@ -76,7 +78,7 @@ let idleChecks: [Check] = [
                     throw CheckFailure("\(what): nothing heard in 3 s")
                 }
                 let heard = levels(
-                    effectTone,
+                    musicTone,
                     samples,
                     from: Double(first) / 48000 + 0.05,
                     to: Double(first) / 48000 + 0.9
