@@ -179,6 +179,41 @@ fuzz-quick: deps
 ## bench: the benchmarks (a package of their own, Benchmarks/): see docs/performance.md.
 bench: deps
 	Benchmarks/run.sh
+	$(MAKE) bench-peers
+
+## bench-peers: hushd beside PipeWire + WirePlumber (issue 20): three aplay streams, idle, memory, start-up, three
+## alternating rounds, medians and ratios (Benchmarks/peers.sh, about 7 minutes; PEERS_SECONDS per window, default
+## 20; PEERS_ROUNDS, default 3; docs/performance.md). peer-tools installs Debian's pipewire and wireplumber without
+## their recommends (no pipewire-pulse, no rtkit) and unpacks pipewire-alsa, at pipewire's version, into .build/peers
+## without installing it: installed, it would make ALSA's `default` PipeWire for every program on the machine.
+PEER_APT_PACKAGES := pipewire pipewire-bin wireplumber sox
+PEERS_DIR := .build/peers
+PEERS_SECONDS ?= 20
+PEERS_ROUNDS ?= 3
+.PHONY: bench-peers peer-tools
+# hushd as the Debian package ships it (the Swift runtime linked statically), in a build directory of its own.
+PEERS_SCRATCH := .build-bench
+bench-peers: deps alsa-plugin peer-tools
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(PEERS_SCRATCH) --product hushd
+	Benchmarks/peers.sh $$($(SWIFT) build -c release --static-swift-stdlib --scratch-path $(PEERS_SCRATCH) \
+	  --show-bin-path)/hushd $(PEERS_SECONDS) $(PEERS_ROUNDS)
+
+peer-tools:
+	@missing=""; for p in $(PEER_APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	    --no-install-recommends -o DPkg::Lock::Timeout=600 $$missing; \
+	fi
+	@v=$$(dpkg-query -W -f='$${Version}' pipewire); \
+	if [ "$$(dpkg-deb -f $(PEERS_DIR)/pipewire-alsa.deb Version 2>/dev/null)" != "$$v" ]; then \
+	  rm -rf $(PEERS_DIR) && mkdir -p $(PEERS_DIR) && chmod 777 $(PEERS_DIR) && \
+	  (cd $(PEERS_DIR) && apt-get download -q pipewire-alsa=$$v) && \
+	  mv $(PEERS_DIR)/pipewire-alsa_*.deb $(PEERS_DIR)/pipewire-alsa.deb && \
+	  dpkg-deb -x $(PEERS_DIR)/pipewire-alsa.deb $(PEERS_DIR)/pipewire-alsa; \
+	fi
 
 ## load: the control socket under issue 6's full load against a real hushd (docs/reliability.md); make test runs
 ## a quick version.
