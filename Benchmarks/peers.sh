@@ -43,7 +43,7 @@ stop() { # PID...: TERM, then KILL after 5 s; waits until each is gone
     for p in "$@"; do kill "$p" 2>/dev/null || true; done
     for p in "$@"; do
         for ((n = 0; n < 50; n++)); do [ -e /proc/"$p" ] || break; sleep 0.1; done
-        [ -e /proc/"$p" ] && kill -KILL "$p" 2>/dev/null || true
+        if [ -e /proc/"$p" ]; then kill -KILL "$p" 2>/dev/null || true; fi
     done
 }
 cleanup() {
@@ -214,7 +214,7 @@ window() {
 }
 
 round() { # STACK
-    local stack=$1 device conf out daemons clients=() i p
+    local stack=$1 device conf out daemons clients=() p
     if [ "$stack" = hush ]; then
         hush_config false
         device=hush:music conf="$work/asound-hush.conf"
@@ -228,7 +228,7 @@ round() { # STACK
     record "$stack" start.sound "$sound_ms"
     printf '  %-9s start  socket accepts %s ms, 0.2 s tone ends after %s ms + 0.2 s\n' "$stack" "$socket_ms" "$sound_ms" >&2
     sleep 2
-    for i in 1 2 3; do
+    for _ in 1 2 3; do
         ALSA_CONFIG_PATH=$conf aplay -q -D "$device" --period-size=1024 --buffer-size=4096 "$work/tone.wav" \
             </dev/null >>"$work/aplay.log" 2>&1 &
         p=$!
