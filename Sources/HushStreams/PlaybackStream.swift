@@ -212,7 +212,10 @@ public final class PlaybackStream: @unchecked Sendable {
             ? Int(Double(max(0, queue + Int(Double(staged) * ratio) - emptyRun)) / ratio)
             : queued
         hush_wire_store64(memory.serverFramesField, consumed)
-        hush_wire_store64(memory.playedFramesField, consumed &- UInt64(min(stillQueued, Int(ringFrames) * 4)))
+        // What is still on its way is never more than what was consumed: a stream's first periods are behind an
+        // output queue longer than themselves, and `played` must not wrap (a client would think it all heard).
+        let behind = UInt64(min(stillQueued, Int(ringFrames) * 4))
+        hush_wire_store64(memory.playedFramesField, consumed >= behind ? consumed - behind : 0)
         hush_wire_store64(memory.serverTimeField, Self.now())
         hush_wire_store64(memory.underrunFramesField, UInt64(underrunFrames.load(ordering: .relaxed)))
         hush_wire_store32(memory.delayFramesField, UInt32(clamping: queued))

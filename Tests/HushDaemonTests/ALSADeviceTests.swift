@@ -180,6 +180,36 @@ struct ALSADeviceTests {
         }
     }
 
+    /// A beep shorter than aplay's buffer never reaches the start threshold: the stream starts in drain, and
+    /// drain must wait until it has been heard. (It once returned at once: hushd's "played" count wrapped below
+    /// zero while the stream's first frames were still behind the output queue, and aplay stopped the stream.)
+    @Test("a 0.2 s beep, shorter than aplay's buffer, is heard whole and aplay waits for it")
+    func shortSoundPlaysWhole() throws {
+        try Self.requireTools()
+        try Self.retaking("a short beep through hush:music") {
+            let scratch = try ScratchDirectory(prefix: "hush-alsa")
+            let wav = scratch.path + "/mix.wav"
+            let hushd = try HushdProcess(fallback: wav)
+            let file = scratch.path + "/beep.wav"
+            try Self.tone(file, hertz: 1000, seconds: 0.2, rate: 48000)
+            let aplay = try Application("/usr/bin/aplay", ["-q", "-D", "hush:music", file], socket: hushd.socket)
+            let result = try #require(aplay.finish(within: 15), "aplay hung: \(aplay.text)")
+            _ = hushd.stop()
+            #expect(result.status == 0, "aplay: \(aplay.text)")
+            let heard = Self.levels(of: 1000, in: try Self.mix(wav)).filter { $0 > -60 }
+            print(
+                "a 0.2 s beep through hush: aplay took \(result.seconds) s, the tone in \(heard.count) windows of 20 ms"
+            )
+            return Self.judge(
+                late: Self.lateClient(pid: aplay.process.processIdentifier, log: hushd.logPath),
+                [
+                    (result.seconds > 0.19, "aplay ended after \(result.seconds) s, before its 0.2 s beep was heard"),
+                    (heard.count >= 9 && heard.count <= 12, "the beep lasted \(heard.count * 20) ms of 200"),
+                ]
+            )
+        }
+    }
+
     @Test("arecord from hush:CATEGORY=record without a microphone gets silence at the real rate")
     func arecordGetsSilence() throws {
         try Self.requireTools()
