@@ -88,7 +88,9 @@ run: build
 	$(SWIFT) run hushd
 
 ## test: format check, overlays, the virtual board (real kernel drivers in a VM: adapters, end to end, faults),
-## its GPIO checks again against libgpiod 2.x (make gpiod2), every unit test, then the quick hardening runs: every
+## its GPIO checks again against libgpiod 2.x (make gpiod2), hushd and hushctl for arm64 and every target and test
+## built with Swift 6.0.3, the unit tests run under qemu-user and every scenario rendered the same on x86-64 and arm64
+## (make arm64 test-arm64), every unit test, then the quick hardening runs: every
 ## fuzz harness replays its corpus and known crash inputs and tries 20 000 new inputs from a fixed seed (seconds
 ## each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
@@ -100,6 +102,7 @@ test: deps test-tools lint architecture boards deploy-check alsa-plugin
 	$(MAKE) deb-check
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 	$(MAKE) gpiod2
+	$(MAKE) arm64 test-arm64 HUSH_RENDER="$(RELEASE_BIN)/hush-render"
 	$(SWIFT) test
 	$(MAKE) fuzz-brief
 	$(MAKE) soak-render-quick
@@ -131,6 +134,29 @@ vboard: deps alsa-plugin test-tools
 .PHONY: gpiod2
 gpiod2: deps
 	SWIFT="$(SWIFT)" libgpiod2/run.sh
+
+## Two compilers and arm64 (cross/trixie.sh; docs/deploy.md, docs/architecture.md "Two compilers"): Debian trixie's
+## swiftlang 6.0.3 in a debootstrapped trixie chroot under .build/trixie, with arm64 multiarch as the cross sysroot.
+## toolchain-trixie: make the chroot (about 1 minute from nothing; skipped when complete; needs root).
+## swift60: every target and test built with Swift 6.0.3 for x86-64, in .build-swift60 (the quick check while
+## fixing code for 6.0; make test's test-arm64 builds the same for arm64).
+## arm64: hushd and hushctl for aarch64 (release, Swift's runtime linked in, stripped) into .build/arm64, for
+## Raspberry Pi OS trixie (glibc 2.38 or later); make test runs it; make deb-arm64 packages them.
+## test-arm64: every target and test built for aarch64 with 6.0.3 and the unit tests run under qemu-user (those
+## emulation cannot run skipped by name, with the reason), then every scenario rendered by the arm64 hush-render and
+## this machine's (HUSH_RENDER, else a release build), which must give the same bytes.
+.PHONY: toolchain-trixie swift60 arm64 test-arm64
+toolchain-trixie:
+	cross/trixie.sh toolchain
+
+swift60:
+	cross/trixie.sh swift60
+
+arm64:
+	cross/trixie.sh arm64
+
+test-arm64:
+	HUSH_RENDER="$(HUSH_RENDER)" cross/trixie.sh test-arm64
 
 ## latency: a figure, not a test: aplay -> loopback round trip through plain hw:, dmix and hush in the virtual board
 ## (board/virtual/bench/latency.sh, docs/performance.md); TAKES per path (default 5).
@@ -283,7 +309,7 @@ format:
 	$(SWIFT) format -i -r Package.swift Sources Tests
 
 clean:
-	rm -rf .build .build-asan .build-tsan .build-gpiod2 .build-deb Fuzz/.build
+	rm -rf .build .build-asan .build-tsan .build-gpiod2 .build-deb .build-swift60 .build-arm64 Fuzz/.build
 
 ## deb: hush's Debian package for this machine's architecture and release, .build/deb/hush_VERSION_ARCH.deb: hushd and
 ## hushctl from a release build with Swift's runtime linked in (its own scratch path, .build-deb), the ALSA plugin
