@@ -7,14 +7,18 @@
 #   cross/trixie.sh toolchain     the chroot: debootstrap, swiftlang, the -dev packages (skipped when complete)
 #   cross/trixie.sh swift60       the whole package, tests included, built with Swift 6.0.3 for x86-64
 #   cross/trixie.sh arm64         hushd and hushctl (release, Swift runtime linked in) for aarch64, into .build/arm64
-#   cross/trixie.sh test-arm64    the unit tests and hush-render built for aarch64 and run under qemu-aarch64-static
+#   cross/trixie.sh test-arm64    every target and test built for aarch64, the unit tests run under qemu-user
+#                                 (binfmt, in the chroot), then render-arm64
+#   cross/trixie.sh render-arm64  every scenario rendered by the arm64 hush-render and by this machine's
+#                                 (HUSH_RENDER, else a release build): the same bytes
 #   cross/trixie.sh shell [CMD]   CMD (or a shell) in the chroot, with the checkout at its own path
 #
-# Swift 6.0 builds use a copy of the checkout (.build-swift60/hush, .build-arm64/hush), so their Package.resolved
-# never meets the host's, and a swift-log the 6.0 compiler accepts: the only swift-log here (1.16.2) says
-# swift-tools-version 6.2, so .build/trixie/swift-log.git is made from it with a tools-6.0 manifest (same sources,
-# no traits) and SwiftPM's mirrors point there (--config-path .build/trixie/swiftpm); swift-argument-parser 1.8.2
-# already says 6.0 and comes from the machine's copy. Nothing of either is committed.
+# Root is needed (debootstrap, mount namespaces, chroot, binfmt_misc). Swift 6.0 builds use a copy of the checkout
+# (.build-swift60/hush, .build-arm64/hush), so their Package.resolved never meets the host's, and a swift-log the
+# 6.0 compiler accepts: the only swift-log here (1.16.2) says swift-tools-version 6.2, so .build/trixie/swift-log is
+# made from its sources with a tools-6.0 manifest and SwiftPM's mirrors point there (--config-path
+# .build/trixie/swiftpm); swift-argument-parser 1.8.2 already says 6.0 and comes from the machine's copy. Nothing of
+# either is committed.
 #
 # Environment: TRIXIE_MIRROR (default: the Debian mirror this machine's apt uses), SWIFT60_JOBS (default: nproc).
 set -euo pipefail
@@ -367,7 +371,14 @@ case "$mode" in
     swift60) swift60 ;;
     arm64) arm64 ;;
     test-arm64) test_arm64 ;;
-    render-arm64) toolchain; swift60_dependencies; arm64_sdk; binfmt_arm64; copy_checkout "$root/.build-arm64"; render_compare ;;
+    render-arm64)
+        toolchain
+        swift60_dependencies
+        arm64_sdk
+        binfmt_arm64
+        copy_checkout "$root/.build-arm64"
+        render_compare
+        ;;
     shell) toolchain; in_chroot "cd '$root'; ${*:-exec bash -i}" ;;
     *) usage ;;
 esac
