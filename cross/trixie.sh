@@ -12,6 +12,9 @@
 #   cross/trixie.sh render-arm64  every scenario rendered by the arm64 hush-render and by this machine's
 #                                 (HUSH_RENDER, else a release build): the same bytes
 #   cross/trixie.sh shell [CMD]   CMD (or a shell) in the chroot, with the checkout at its own path
+#   cross/trixie.sh vboard-check-arm64   hush-vboard-check (release, Swift runtime linked in) for aarch64, into
+#                                 .build/virtual-board-arm64, for the arm64 virtual board (board/virtual/arm64/run.sh);
+#                                 built in its own copy of the checkout, .build-arm64vb; make arm64 does not build it
 #
 # Root is needed (debootstrap, mount namespaces, chroot, binfmt_misc). Swift 6.0 builds use a copy of the checkout
 # (.build-swift60/hush, .build-arm64/hush), so their Package.resolved never meets the host's, and a swift-log the
@@ -231,10 +234,10 @@ SDK
 TOOLSET
 }
 
-# arm64_build SWIFT-BUILD-ARGUMENTS: swift build for aarch64 in .build-arm64/hush, pkg-config reading the arm64 .pc
-# files only.
+# arm64_build SWIFT-BUILD-ARGUMENTS: swift build for aarch64 in .build-arm64/hush (ARM64_COPY: another copy of the
+# checkout), pkg-config reading the arm64 .pc files only.
 arm64_build() {
-    in_chroot "cd '$root/.build-arm64/hush' &&
+    in_chroot "cd '${ARM64_COPY:-$root/.build-arm64}/hush' &&
         PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig \
         swift build --config-path '$dir/swiftpm' --destination '$dir/sdk/swift-sdk.json' --triple $ARM64_TRIPLE \
             -j ${SWIFT60_JOBS:-$(nproc)} $*"
@@ -262,6 +265,22 @@ arm64() {
         echo "    needs: $(readelf -d "$out/$program" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
         echo "    glibc: $(readelf -V "$out/$program" | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
     done
+}
+
+# --- vboard-check-arm64: hush-vboard-check for the arm64 virtual board, as arm64() builds hushd, in .build-arm64vb.
+vboard_check_arm64() {
+    local t0 out="$root/.build/virtual-board-arm64" bin
+    toolchain
+    swift60_dependencies
+    arm64_sdk
+    t0=$(now)
+    ARM64_COPY="$root/.build-arm64vb"
+    copy_checkout "$ARM64_COPY"
+    arm64_build -c release --static-swift-stdlib --product hush-vboard-check
+    bin="$ARM64_COPY/hush/.build/$ARM64_TRIPLE/release"
+    mkdir -p "$out"
+    in_chroot "aarch64-linux-gnu-strip -o '$out/hush-vboard-check' '$bin/hush-vboard-check'"
+    echo "trixie: built hush-vboard-check for arm64 in $(seconds "$t0" "$(now)") s: $out/hush-vboard-check"
 }
 
 # binfmt: arm64 programs run through the host's qemu-aarch64-static (registered with the F flag, so also inside the
@@ -379,6 +398,7 @@ case "$mode" in
         copy_checkout "$root/.build-arm64"
         render_compare
         ;;
+    vboard-check-arm64) vboard_check_arm64 ;;
     shell) toolchain; in_chroot "cd '$root'; ${*:-exec bash -i}" ;;
     *) usage ;;
 esac
