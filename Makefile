@@ -160,13 +160,13 @@ test-arm64:
 
 ## vboard-arm64: the e2e scenario on an arm64 virtual board (board/virtual/arm64/run.sh; docs/virtual-board.md "The
 ## arm64 board"): Debian's arm64 6.1 kernel under qemu-system-aarch64 (TCG), hush installed from make deb-arm64's
-## package by dpkg, the checks by an arm64 hush-vboard-check (cross/trixie.sh vboard-check-arm64). Not in make test.
-## VBOARD_ARM64_SCENARIO picks another scenario.
-VBOARD_ARM64_SCENARIO ?= e2e
+## package by dpkg, the checks by the arm64 hush-vboard-check (cross/trixie.sh vboard-check-arm64). Not in make test.
+## VBOARD_ARM64_SCENARIOS="e2e adapters streams" runs those three (the ones that pass there), one after another.
+VBOARD_ARM64_SCENARIOS ?= e2e
 .PHONY: vboard-arm64
 vboard-arm64: deb-arm64
 	cross/trixie.sh vboard-check-arm64
-	board/virtual/arm64/run.sh --scenario $(VBOARD_ARM64_SCENARIO)
+	for scenario in $(VBOARD_ARM64_SCENARIOS); do board/virtual/arm64/run.sh --scenario $$scenario || exit 1; done
 
 ## latency: a figure, not a test: aplay -> loopback round trip through plain hw:, dmix and hush in the virtual board
 ## (board/virtual/bench/latency.sh, docs/performance.md); TAKES per path (default 5).

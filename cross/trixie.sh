@@ -12,9 +12,10 @@
 #   cross/trixie.sh render-arm64  every scenario rendered by the arm64 hush-render and by this machine's
 #                                 (HUSH_RENDER, else a release build): the same bytes
 #   cross/trixie.sh shell [CMD]   CMD (or a shell) in the chroot, with the checkout at its own path
-#   cross/trixie.sh vboard-check-arm64   hush-vboard-check (release, Swift runtime linked in) for aarch64, into
-#                                 .build/virtual-board-arm64, for the arm64 virtual board (board/virtual/arm64/run.sh);
-#                                 built in its own copy of the checkout, .build-arm64vb; make arm64 does not build it
+#   cross/trixie.sh vboard-check-arm64   hush-vboard-check and hush-vboard-streams (release, Swift runtime linked
+#                                 in) for aarch64, into .build/virtual-board-arm64, for the arm64 virtual board
+#                                 (board/virtual/arm64/run.sh); built in their own copy of the checkout, .build-arm64vb;
+#                                 make arm64 and test-arm64 do not build them
 #
 # Root is needed (debootstrap, mount namespaces, chroot, binfmt_misc). Swift 6.0 builds use a copy of the checkout
 # (.build-swift60/hush, .build-arm64/hush), so their Package.resolved never meets the host's, and a swift-log the
@@ -267,20 +268,23 @@ arm64() {
     done
 }
 
-# --- vboard-check-arm64: hush-vboard-check for the arm64 virtual board, as arm64() builds hushd, in .build-arm64vb.
+# --- vboard-check-arm64: the virtual board's check programs for the arm64 board, as arm64() builds hushd, in
+# .build-arm64vb.
 vboard_check_arm64() {
-    local t0 out="$root/.build/virtual-board-arm64" bin
+    local t0 out="$root/.build/virtual-board-arm64" bin program
     toolchain
     swift60_dependencies
     arm64_sdk
     t0=$(now)
     ARM64_COPY="$root/.build-arm64vb"
     copy_checkout "$ARM64_COPY"
-    arm64_build -c release --static-swift-stdlib --product hush-vboard-check
     bin="$ARM64_COPY/hush/.build/$ARM64_TRIPLE/release"
     mkdir -p "$out"
-    in_chroot "aarch64-linux-gnu-strip -o '$out/hush-vboard-check' '$bin/hush-vboard-check'"
-    echo "trixie: built hush-vboard-check for arm64 in $(seconds "$t0" "$(now)") s: $out/hush-vboard-check"
+    for program in hush-vboard-check hush-vboard-streams; do
+        arm64_build -c release --static-swift-stdlib --product "$program"
+        in_chroot "aarch64-linux-gnu-strip -o '$out/$program' '$bin/$program'"
+    done
+    echo "trixie: built hush-vboard-check and hush-vboard-streams for arm64 in $(seconds "$t0" "$(now)") s, into $out"
 }
 
 # binfmt: arm64 programs run through the host's qemu-aarch64-static (registered with the F flag, so also inside the

@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
 # The arm64 virtual board: Debian's arm64 6.1 kernel under qemu-system-aarch64 (virt, cortex-a72, TCG) with the
 # virtual board's simulated hardware, an arm64 userland (busybox-static:arm64 and trixie's arm64 libraries), hush
-# installed from its arm64 package by dpkg, and one scenario run in it by the arm64 hush-vboard-check.
+# installed from its arm64 package by dpkg, and one scenario of board/virtual/scenarios run in it by the arm64 check
+# programs (hush-vboard-check, hush-vboard-streams).
 #
-#   board/virtual/arm64/run.sh [--scenario NAME] [--deb FILE] [--check FILE] [--timeout SEC] [--memory MB]
+#   board/virtual/arm64/run.sh [--scenario NAME] [--deb FILE] [--programs DIR] [--timeout SEC] [--memory MB]
 #                              [--cpus N] [--keep]
 #
 #   --scenario NAME   board/virtual/scenarios/NAME.sh (default e2e), with its NAME.operator and NAME.after
 #   --deb FILE        the arm64 package (default .build/deb/hush_VERSION_arm64.deb, make deb-arm64)
-#   --check FILE      the arm64 hush-vboard-check (default .build/virtual-board-arm64/hush-vboard-check,
-#                     cross/trixie.sh vboard-check-arm64)
+#   --programs DIR    where the arm64 hush-vboard-check and hush-vboard-streams are (default
+#                     .build/virtual-board-arm64, where cross/trixie.sh vboard-check-arm64 puts them)
 #   --timeout SEC     wall time (default: the scenario's vboard-timeout line times 2, else 360)
 #   --memory MB, --cpus N, --keep   as board/virtual/run.sh (defaults 1024, 2)
 #
-# make vboard-arm64 builds the package and the check program, then runs this. What it takes from where:
+# make vboard-arm64 builds the package and the check programs, then runs this. What it takes from where:
 #   kernel      linux-image-ABI-arm64 of the same Debian version as the amd64 board's kernel (board/virtual/setup.sh
 #               picks it), fetched with apt-get download from bookworm and bookworm-security and unpacked with dpkg -x
 #               under .build/virtual-board-arm64 (nothing is installed on this machine)
 #   modules     configfs, snd-aloop, uinput, evdev and their dependencies from that package; gpio-sim and snd-dummy
 #               (not in Debian's arm64 configuration) cross-built by board/virtual/arm64/build-modules.sh
 #   userland    busybox-static:arm64; the shared libraries of every arm64 ELF file, resolved from their DT_NEEDED
-#               entries in the trixie chroot's arm64 multiarch (cross/trixie.sh toolchain); its /usr/share/alsa
+#               entries in the trixie chroot's arm64 multiarch (cross/trixie.sh toolchain); its /usr/share/alsa;
+#               a scenario's "# vboard-tools:" (amixer, aplay, arecord, the gpio* tools, stress-ng) from trixie's
+#               arm64 packages, fetched by deploy/deb/fetch-debs.sh into .build/virtual-board-arm64/tools
 #   hush        dpkg --root=ROOTFS --force-depends --force-script-chrootless -i the .deb: the guest's /usr/bin/hushd
-#               and hushctl are the package's files; /payload/hushd and /payload/hushctl, where hush-vboard-check
-#               starts them, are symbolic links to those
+#               and hushctl are the package's files; /payload/hushd, hushctl and virtual.toml, where the check
+#               programs look, are symbolic links to the package's files
 #   serial      the console on the PL011 (ttyAMA0, logged to .build/virtual-board-arm64/logs/NAME.log); two PCI
 #               16550 ports are ttyS0 (discarded) and ttyS1 (hushd's console, to NAME.operator when there is one,
 #               else to logs/NAME.ttyS1.log)
@@ -42,13 +45,13 @@ say() { echo "arm64 board: $*"; }
 now() { date +%s%N; }
 seconds() { local ns=$(($2 - $1)); printf '%d.%d' $((ns / 1000000000)) $((ns % 1000000000 / 100000000)); }
 
-scenario=e2e deb="" check="$cache/hush-vboard-check" timeout="" memory=1024 cpus=2 keep=0
+scenario=e2e deb="" programs="$cache" timeout="" memory=1024 cpus=2 keep=0
 while [ $# -gt 0 ]; do
     case "$1" in
-        --scenario | --deb | --check | --timeout | --memory | --cpus)
+        --scenario | --deb | --programs | --timeout | --memory | --cpus)
             [ $# -ge 2 ] || { echo "arm64 board: $1 needs a value" >&2; usage; }
             case "$1" in
-                --scenario) scenario="$2" ;; --deb) deb="$2" ;; --check) check="$2" ;;
+                --scenario) scenario="$2" ;; --deb) deb="$2" ;; --programs) programs="$2" ;;
                 --timeout) timeout="$2" ;; --memory) memory="$2" ;; --cpus) cpus="$2" ;;
             esac
             shift 2 ;;
@@ -67,7 +70,6 @@ if [ -z "$deb" ]; then
     deb=$(find "$root/.build/deb" -maxdepth 1 -name 'hush_*_arm64.deb' 2>/dev/null | sort -V | tail -1 || true)
 fi
 [ -f "$deb" ] || die "no arm64 package (make deb-arm64 builds .build/deb/hush_VERSION_arm64.deb; --deb FILE)"
-[ -f "$check" ] || die "no arm64 hush-vboard-check at $check (cross/trixie.sh vboard-check-arm64 builds it)"
 [ -d "$chroot_root/usr/lib/aarch64-linux-gnu" ] || die "no trixie chroot with arm64 libraries (make toolchain-trixie)"
 
 t0=$(now)
@@ -141,12 +143,40 @@ dpkg --root="$rootfs" --force-script-chrootless --force-depends --force-architec
     -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; die "dpkg -i $deb into the guest's root failed"; }
 dpkg --root="$rootfs" -s hush 2>/dev/null | grep -qx 'Status: install ok installed' ||
     die "dpkg does not say hush is installed in the guest's root"
-for program in hushd hushctl; do
-    [ -x "$rootfs/usr/bin/$program" ] || die "the package put no /usr/bin/$program"
-    ln -s "/usr/bin/$program" "$rootfs/payload/$program"
+# /payload as board/virtual/run-all.sh fills it, from the package: links to its hushd, hushctl and virtual.toml;
+# copies of its ALSA plugin and 50-hush.conf (the streams scenario copies those two to where the package put them
+# already); the check programs a scenario names in its "# vboard-payload:" lines, from --programs.
+for file in /usr/bin/hushd /usr/bin/hushctl /usr/share/hush/boards/virtual.toml; do
+    [ -e "$rootfs$file" ] || die "the package put no $file"
+    ln -s "$file" "$rootfs/payload/$(basename "$file")"
 done
-cp "$check" "$rootfs/payload/hush-vboard-check"
-cp "$root/board/profiles/virtual.toml" "$rootfs/payload/virtual.toml"
+for file in /usr/lib/aarch64-linux-gnu/alsa-lib/libasound_module_pcm_hush.so /usr/share/alsa/alsa.conf.d/50-hush.conf; do
+    [ -e "$rootfs$file" ] || die "the package put no $file"
+    cp "$rootfs$file" "$rootfs/payload/"
+done
+for program in hush-vboard-check hush-vboard-streams; do
+    grep -q "^# vboard-payload: $program " "$scenario_file" || continue
+    [ -f "$programs/$program" ] || die "no arm64 $program in $programs (cross/trixie.sh vboard-check-arm64 builds it)"
+    cp "$programs/$program" "$rootfs/payload/$program"
+done
+
+# The scenario's "# vboard-tools:" programs, for arm64: from trixie's arm64 packages, fetched and unpacked (not
+# installed) into $cache/tools by deploy/deb/fetch-debs.sh. Only the tools of this map are known here.
+tool_package() {
+    case "$1" in
+        amixer | aplay | arecord) echo alsa-utils ;;
+        gpiodetect | gpioinfo | gpioget | gpioset | gpiomon) echo gpiod ;;
+        stress-ng) echo stress-ng ;;
+        *) return 1 ;;
+    esac
+}
+# shellcheck disable=SC2013 # the tools are words on one line
+for tool in $(sed -n 's/^# vboard-tools://p' "$scenario_file"); do
+    package=$(tool_package "$tool") || die "scenario '$scenario' needs '$tool', which the arm64 board cannot fetch yet (tool_package in $0)"
+    "$root/deploy/deb/fetch-debs.sh" trixie arm64 "$cache/tools" "$package" >&2 || die "could not fetch $package for arm64"
+    [ -x "$cache/tools/root/usr/bin/$tool" ] || die "trixie's $package for arm64 has no /usr/bin/$tool"
+    cp "$cache/tools/root/usr/bin/$tool" "$rootfs/usr/bin/$tool"
+done
 
 # Shared libraries: every DT_NEEDED of every arm64 ELF file in the root, found in the chroot's arm64 multiarch
 # directories, until nothing new is needed.
@@ -160,7 +190,8 @@ while [ ${#pending[@]} -gt 0 ]; do
     for library in $(readelf -d "$file" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
         [ -e "$libdir/$library" ] && continue
         found=""
-        for dir in "$chroot_root/usr/lib/aarch64-linux-gnu" "$chroot_root/lib/aarch64-linux-gnu"; do
+        for dir in "$chroot_root/usr/lib/aarch64-linux-gnu" "$chroot_root/lib/aarch64-linux-gnu" \
+            "$cache/tools/root/usr/lib/aarch64-linux-gnu"; do
             [ -e "$dir/$library" ] && { found="$dir/$library"; break; }
         done
         [ -n "$found" ] || die "$(basename "$file") needs $library, which the trixie chroot has not for arm64"
