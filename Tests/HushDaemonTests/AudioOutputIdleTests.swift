@@ -84,6 +84,18 @@ struct AudioOutputIdleTests {
         }
     }
 
+    /// The audio thread on `output`, at normal priority, with no way to reopen a lost device.
+    static func thread(_ engine: MixerEngine, _ output: any PCMOutput) -> AudioOutputThread {
+        AudioOutputThread(
+            engine: engine,
+            output: output,
+            requested: output.granted,
+            priority: 0,
+            logger: Logger(label: "test"),
+            open: { _ in nil }
+        )
+    }
+
     static func engine() -> (MixerEngine, MixerController) {
         let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 240))
         let controller = MixerController(engine: engine)
@@ -129,14 +141,7 @@ struct AudioOutputIdleTests {
     func idlesAndWakes() throws {
         let output = IdleOutput()
         let (engine, controller) = Self.engine()
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: output,
-            requested: output.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
+        let thread = Self.thread(engine, output)
         // 0.1 s: 20 periods of 240 frames.
         thread.idleAfter = .milliseconds(100)
         try thread.start()
@@ -182,14 +187,7 @@ struct AudioOutputIdleTests {
     func keepWarmNeverStops() throws {
         let output = IdleOutput()
         let (engine, _) = Self.engine()
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: output,
-            requested: output.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
+        let thread = Self.thread(engine, output)
         try thread.start()
         // 60 quiet periods: three times what went idle above.
         #expect(Self.wait(thread) { output.writes.load(ordering: .acquiring) >= 60 })
@@ -215,14 +213,7 @@ struct AudioOutputIdleTests {
         let output = IdleOutput()
         let (engine, _) = Self.engine()
         let wanting = Wanting()
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: output,
-            requested: output.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
+        let thread = Self.thread(engine, output)
         thread.idleAfter = .milliseconds(100)
         thread.periodHook = wanting.hook
         try thread.start()
@@ -248,14 +239,7 @@ struct AudioOutputIdleTests {
         let witness = AudioOutputThreadTests.Witness(countFrom: 5)
         let output = AudioOutputThreadTests.WitnessedOutput(witness)
         let (engine, controller) = Self.engine()
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: output,
-            requested: output.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
+        let thread = Self.thread(engine, output)
         thread.idleAfter = .milliseconds(100)
         // A sound from the start, so that what the engine makes lazily for a voice's first render is made before
         // counting starts at write 5; then three idle stretches, each ended by a short sound.
