@@ -100,9 +100,16 @@ public final class WAVFileOutput: PCMOutput {
         var status = stat()
         rotates = fstat(current, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
         // Left by an earlier run: it would be renamed over the new file with old sound in it.
-        if rotates { unlink(cNextPath) }
-        Self.writeHeader(current, dataBytes: 0, granted: granted)
-        lseek(current, 44, SEEK_SET)
+        if rotates {
+            unlink(cNextPath)
+            Self.writeHeader(current, dataBytes: 0, granted: granted)
+            lseek(current, 44, SEEK_SET)
+        } else {
+            // A pipe or a device cannot be rewritten at offset 0: its header goes first, once, with the sizes a
+            // stream of unknown length carries (as `arecord` writes to a pipe), so `aplay` or sox on a FIFO reads
+            // it as a WAV.
+            Self.writeHeader(current, dataBytes: Self.streamingDataBytes, granted: granted, at: nil)
+        }
         clock_gettime(CLOCK_MONOTONIC, &nextDue)
     }
 
@@ -171,8 +178,10 @@ public final class WAVFileOutput: PCMOutput {
                 }
             }
         }
-        // After a failed rotation `path` keeps what it has; and no header can count past 32 bits (/dev/null).
-        if !stopped || currentBytes + bytes <= maximumBytes, currentBytes + bytes < Int(UInt32.max) - 44 {
+        // After a failed rotation `path` keeps what it has (its header cannot count past 32 bits). A pipe or a
+        // device has no size to keep: it is written for as long as hushd plays.
+        let fits = (!stopped || currentBytes + bytes <= maximumBytes) && currentBytes + bytes < Int(UInt32.max) - 44
+        if !rotates || fits {
             if !Self.writeAll(current, buffer, bytes) { return .failed(-errno) }
             currentBytes += bytes
         }
@@ -188,7 +197,7 @@ public final class WAVFileOutput: PCMOutput {
             }
         }
         headerUpdatedAt += frames
-        if headerUpdatedAt >= granted.sampleRate {
+        if rotates && headerUpdatedAt >= granted.sampleRate {
             headerUpdatedAt = 0
             Self.writeHeader(current, dataBytes: currentBytes, granted: granted)
             if next >= 0 { Self.writeHeader(next, dataBytes: nextBytes, granted: granted) }
@@ -250,9 +259,18 @@ public final class WAVFileOutput: PCMOutput {
         return true
     }
 
+    /// The data size in the header of a stream (a FIFO, /dev/null): the largest a RIFF size can say, which readers
+    /// take as "until the end".
+    static let streamingDataBytes = Int(UInt32.max) - 36
+
     /// The 44-byte RIFF/WAVE header for 16-bit PCM with `dataBytes` of sound (built on the stack: this runs on
-    /// the audio thread).
-    private static func writeHeader(_ descriptor: Int32, dataBytes: Int, granted: PlaybackConfiguration) {
+    /// the audio thread), written at byte `offset`, or where the descriptor is when nil (a pipe).
+    private static func writeHeader(
+        _ descriptor: Int32,
+        dataBytes: Int,
+        granted: PlaybackConfiguration,
+        at offset: Int? = 0
+    ) {
         let channels = granted.channels
         withUnsafeTemporaryAllocation(byteCount: 44, alignment: 4) { header in
             func put(_ offset: Int, _ text: StaticString) {
@@ -274,7 +292,11 @@ public final class WAVFileOutput: PCMOutput {
             put(34, 16, size: 2)
             put(36, "data")
             put(40, dataBytes, size: 4)
-            _ = pwrite(descriptor, header.baseAddress, 44, 0)
+            if let offset {
+                _ = pwrite(descriptor, header.baseAddress, 44, off_t(offset))
+            } else {
+                _ = writeAll(descriptor, UnsafeRawPointer(header.baseAddress!), 44)
+            }
         }
     }
 }

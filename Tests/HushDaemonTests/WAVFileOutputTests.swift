@@ -126,6 +126,36 @@ struct WAVFileOutputTests {
         #expect(output.listeningHint == nil)
     }
 
+    @Test("a FIFO gets a streaming WAV header first, then every frame in order (aplay or sox can read it)")
+    func fifo() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hush-wav-fifo-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fifo = directory + "/out.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { Glibc.close(reader) }
+        let output = try WAVFileOutput(path: fifo, configuration: Self.configuration, keepSeconds: 2, paced: false)
+        // 5 periods of 3200 bytes: within the pipe's buffer, so nothing waits for the reader.
+        let end = Self.write(output, periods: 5, from: 0)
+        output.close()
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while case let count = read(reader, &chunk, chunk.count), count > 0 { bytes += chunk[0..<count] }
+        #expect(bytes.count == 44 + end * 4)
+        func text(_ range: Range<Int>) -> String { String(decoding: bytes[range], as: UTF8.self) }
+        #expect(text(0..<4) == "RIFF" && text(8..<12) == "WAVE" && text(36..<40) == "data")
+        // A stream's data size: unknown, as large as it can say.
+        #expect(bytes[40..<44].elementsEqual([0xdb, 0xff, 0xff, 0xff]))
+        // What was captured from the pipe is a WAV libsndfile reads (it takes the data up to the file's end).
+        let copy = directory + "/captured.wav"
+        FileManager.default.createFile(atPath: copy, contents: Data(bytes))
+        #expect(try Self.frames(in: copy) == Array(0..<end))
+        #expect(!FileManager.default.fileExists(atPath: fifo + ".next"))
+        #expect(output.listeningHint == nil)
+    }
+
     @Test("a file that cannot be made is an error that names it")
     func cannotCreate() {
         #expect {
