@@ -134,6 +134,7 @@ final class DaemonRunner {
                 WatchdogParticipant(notifier: notifier, interval: interval, now: daemon.clock.now())
             )
         }
+        settleMemory()
         let summary = "\(daemon.outputDescription), socket \(configuration.control.socket)"
         notifier.ready(status: (daemon.outputCounters.open ? "playing on " : "waiting for its output, ") + summary)
         logger.notice("hushd \(HushdCommand.version) ready on board '\(configuration.board.name)': \(summary)")
@@ -149,6 +150,18 @@ final class DaemonRunner {
         console?.console.print("hushd stopped")
         console?.console.restoreTerminal()
         return status
+    }
+
+    /// Start-up is over: hands back the program's and libraries' pages only start-up read (`ResidentMemory`),
+    /// then locks memory as it is touched from now on, so what the audio path uses stays in RAM and what start-up
+    /// used is not pinned there for the daemon's life.
+    private func settleMemory() {
+        let release = ResidentMemory.releaseCleanFilePages()
+        AudioOutputThread.lockMemory(logger: logger)
+        let footprint = ProcessFootprint.current()
+        logger.info(
+            "memory: handed back \(release.kibibytes) KiB of start-up code and read-only data; \(footprint.residentKiB) KiB resident, locked from now on as it is touched"
+        )
     }
 
     /// Opens every configured input; one that fails is logged and left out (hushd runs without it rather than

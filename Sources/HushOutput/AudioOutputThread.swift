@@ -223,15 +223,27 @@ public final class AudioOutputThread: @unchecked Sendable {
         counters.deviceOpen.store(output == nil ? 0 : 1, ordering: .relaxed)
     }
 
-    /// Starts the thread. Logs, on the control side, what scheduling it got.
-    public func start() throws(HardwareError) {
-        guard !running.load(ordering: .acquiring) else { return }
-        running.store(true, ordering: .releasing)
+    /// Whether ``start()`` locks the process's memory (``lockMemory(logger:)``): `hushd play` sets it. hushd locks
+    /// once its start-up is over, after handing back what only start-up needed (`ResidentMemory`); tests leave it
+    /// off, so the test process is not locked.
+    public var locksMemory = false
+
+    /// Locks every page of the process as it is touched from now on, and those present now
+    /// (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`): nothing mapped is faulted in for it, and a page the
+    /// audio thread has touched is never paged out under it. Logs a warning when refused (RLIMIT_MEMLOCK).
+    public static func lockMemory(logger: Logger) {
         if mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 {
             logger.warning(
                 "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
             )
         }
+    }
+
+    /// Starts the thread. Logs, on the control side, what scheduling it got.
+    public func start() throws(HardwareError) {
+        guard !running.load(ordering: .acquiring) else { return }
+        running.store(true, ordering: .releasing)
+        if locksMemory { Self.lockMemory(logger: logger) }
         // A device not there at start is opened as a lost one is reopened.
         if current == 0 { scheduleReopening(after: Self.firstReopening) }
         do {

@@ -174,6 +174,7 @@ public final class ScenarioRenderer {
         try openCaptures()
         defer { for capture in captures.values { capture.feeder.stop() } }
         let output = AudioOutputThread(engine: engine, playback: playback, priority: priority, logger: logger)
+        output.locksMemory = true
         let routers = CaptureRouters(captures.values.map(\.router))
         if !captures.isEmpty { output.periodHook = routers.hook }
         do {
