@@ -23,9 +23,9 @@ public struct HushdCommand: ParsableCommand {
         commandName: "hushd",
         abstract: "hush: phone-like audio behaviour for a headless Linux board.",
         discussion: """
-            With no subcommand hushd runs (hushd run): it reads the silence switch, volume buttons and headphone
-            jack, applies the audio policy, mixes and plays, and serves clients on the control socket. With no
-            configuration file it runs on the built-in default board, where this terminal's keys stand in for the
+            With no subcommand hushd runs (hushd run): it reads the silence switch, volume buttons and headphone \
+            jack, applies the audio policy, mixes and plays, and serves clients on the control socket. With no \
+            configuration file it runs on the built-in default board, where this terminal's keys stand in for the \
             controls. The offline renderer is hush-render.
             """,
         version: versionText,
@@ -90,9 +90,9 @@ struct CheckConfigCommandLine: ParsableCommand {
         commandName: "check-config",
         abstract: "Check hushd's configuration without starting it.",
         discussion: """
-            Checks the file given with --config, the board profile given with --board (a name in board/profiles,
-            /usr/share/hush/boards or /etc/hush/boards, or a path), or else /etc/hush/hushd.toml. Prints what hushd
-            would use and exits 0, or prints every problem, each with its file and line, and exits 1. Every key is
+            Checks the file given with --config, the board profile given with --board (a name in board/profiles, \
+            /usr/share/hush/boards or /etc/hush/boards, or a path), or else /etc/hush/hushd.toml. Prints what hushd \
+            would use and exits 0, or prints every problem, each with its file and line, and exits 1. Every key is \
             described in docs/configuration.md.
             """
     )
@@ -117,7 +117,7 @@ struct PolicyConsoleCommandLine: ParsableCommand {
         commandName: "console",
         abstract: "Run the policy alone on this terminal, with no sound.",
         discussion: """
-            Type events (silence on, plug, activate music playback, ...) and see every decision with its rule and
+            Type events (silence on, plug, activate music playback, ...) and see every decision with its rule and \
             reason; help lists the commands (docs/console.md).
             """
     )

@@ -6,11 +6,12 @@ public struct HushRenderCommand: ParsableCommand {
         commandName: "hush-render",
         abstract: "Render a scenario through hush's real policy and mixer, offline and deterministically.",
         discussion: """
-            Runs the policy and the mixer over a scenario (docs/render.md) on a manual clock and writes the mixed
-            output as 16-bit WAV (--out); --events writes every decision with its rule and reason as JSON lines;
-            --plot draws each bus's level, the switch, headphones and route, and the events with their rules as SVG.
+            Runs the policy and the mixer over a scenario (docs/render.md) on a manual clock and writes the mixed \
+            output as 16-bit WAV (--out); --events writes every decision with its rule and reason as JSON lines; \
+            --plot draws each bus's level, the switch, headphones and route, and the events with their rules as SVG. \
             At least one of --out and --plot is needed. The same inputs always give the same bytes.
-            --soak renders without keeping the output and prints, every SECONDS of scenario time, the process's
+
+            --soak renders without keeping the output and prints, every SECONDS of scenario time, the process's \
             resident memory, malloc heap and open descriptors to standard error (docs/reliability.md#soak).
             """
     )
@@ -62,8 +63,8 @@ public struct PlayCommandLine: ParsableCommand {
         commandName: "play",
         abstract: "Play a scenario live on an ALSA device, through the real-time audio thread.",
         discussion: """
-            Plays a scenario (docs/render.md) the way hushd plays: the policy, the mixer and the audio thread on an
-            ALSA playback device. Prints what the device granted and, at the end, periods, underruns and device
+            Plays a scenario (docs/render.md) the way hushd plays: the policy, the mixer and the audio thread on an \
+            ALSA playback device. Prints what the device granted and, at the end, periods, underruns and device \
             losses.
             """
     )

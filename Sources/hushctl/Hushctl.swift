@@ -13,10 +13,11 @@ struct Hushctl: ParsableCommand {
         commandName: "hushctl",
         abstract: "Control hushd: volumes, route, sessions, sounds and the event stream.",
         discussion: """
-            The socket is --socket PATH, else $HUSH_SOCKET, else the first that answers of: where hushd with no
-            configuration would listen if you started it here ('make run'), then the others of
+            The socket is --socket PATH, else $HUSH_SOCKET, else the first that answers of: where hushd with no \
+            configuration would listen if you started it here ('make run'), then the others of \
             /run/hush/control.sock, $XDG_RUNTIME_DIR/hush-control.sock and /tmp/hush-UID-control.sock.
-            Sessions belong to their connection: 'play' holds its connection until the sound ends; 'shell' sends
+
+            Sessions belong to their connection: 'play' holds its connection until the sound ends; 'shell' sends \
             typed commands on one connection.
             """,
         subcommands: [
@@ -297,7 +298,7 @@ struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Activate a session, play a file or a tone into it, and hold it until the sound ends.",
         discussion: """
-            Stays connected until the sound finishes, --for SECONDS pass, or ^C; then deactivates the session
+            Stays connected until the sound finishes, --for SECONDS pass, or ^C; then deactivates the session \
             with notifyOthers, so what it interrupted may resume. Interruptions are printed as they happen.
             """
     )

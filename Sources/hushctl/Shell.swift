@@ -10,8 +10,8 @@ struct Shell: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send typed commands on one connection (reads stdin; type help).",
         discussion: """
-            Sessions belong to their connection, so pause, resume, stop and deactivate are meaningful here.
-            Replies and events are printed as they arrive. At the end of input the shell waits for the last
+            Sessions belong to their connection, so pause, resume, stop and deactivate are meaningful here. \
+            Replies and events are printed as they arrive. At the end of input the shell waits for the last \
             replies; its exit status is 1 if any request was refused.
             """
     )
