@@ -137,7 +137,8 @@ final class DaemonRunner {
         settleMemory()
         let summary = "\(daemon.outputDescription), socket \(configuration.control.socket)"
         notifier.ready(status: (daemon.outputCounters.open ? "playing on " : "waiting for its output, ") + summary)
-        logger.notice("hushd \(HushdCommand.version) ready on board '\(configuration.board.name)': \(summary)")
+        let board = configuration.board.name.isEmpty ? "no board profile" : "board '\(configuration.board.name)'"
+        logger.notice("hushd \(HushdCommand.version) ready on \(board): \(summary)")
         let status = daemon.run(signals: signals)
         notifier.stopping()
         logger.notice("stopping: closing the socket and the output, saving the state")

@@ -163,7 +163,10 @@ struct JournalPriorityTests {
             lines.contains { $0.hasPrefix("<3>error: input left out: ") && $0.contains("hush-no-such-chip") },
             "\(log)"
         )
-        #expect(lines.contains { $0.hasPrefix("<5>notice: hushd ") && $0.contains(" ready on board ") }, "\(log)")
+        #expect(
+            lines.contains { $0.hasPrefix("<5>notice: hushd ") && $0.contains(" ready on no board profile: ") },
+            "\(log)"
+        )
         let unprefixed = lines.filter { line in
             !["<7>", "<6>", "<5>", "<4>", "<3>", "<2>"].contains { line.hasPrefix($0) }
         }
