@@ -103,11 +103,11 @@ default_access.properties["enable-flatpak-portal"] = false
 alsa_monitor.properties["alsa.reserve"] = false
 EOF
 
-hush_config() { # keep_warm: true or false
+hush_config() { # KEEP_WARM (true or false) [FALLBACK_WAV (default /dev/null)]
     cat >"$work/hushd.toml" <<EOF
 [output]
 pcm = "hush-no-such-pcm"
-fallback_wav = "/dev/null"
+fallback_wav = "${2:-/dev/null}"
 realtime_priority = 0
 period_frames = 64
 keep_warm = $1
@@ -128,8 +128,11 @@ unset DBUS_SESSION_BUS_ADDRESS PIPEWIRE_REMOTE PULSE_SERVER
 # asks for the streams' 1024-frame periods and 4096-frame buffer, so it starts the stream before it drains. For
 # PipeWire, WirePlumber is exec'd the moment pipewire-0 accepts (as systemd's ordering would); the tone waits for
 # WirePlumber to link the stream to the sink. Prints "SOCKET_MS SOUND_MS PID..." and appends the pids to $pids.
+# hush-first (hushd only; its fallback_wav a FIFO this helper reads): exec → the first sample of a tone asked for on
+# the control socket (activate, then play) the moment it accepts, as it comes out of hushd's output: what hushd's own
+# start-up costs a first sound, without a client program's start-up. Prints "SOCKET_MS FIRST_MS PID".
 cat >"$work/startup.py" <<'EOF'
-import os, socket, subprocess, sys, time
+import os, select, socket, subprocess, sys, time
 stack, work, hushd = sys.argv[1], sys.argv[2], sys.argv[3]
 pids = open(os.path.join(work, "pids"), "a")
 def spawn(argv, log):
@@ -137,25 +140,57 @@ def spawn(argv, log):
                          stderr=subprocess.STDOUT)
     pids.write(f"{p.pid}\n"); pids.flush()
     return p
-def accepts(path):
+def connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        s.connect(path); return True
+        s.connect(path); return s
     except OSError:
-        return False
-    finally:
-        s.close()
+        s.close(); return None
+def ask(conn, line):  # one request, its reply line
+    conn.sendall((line + "\n").encode())
+    reply = b""
+    while not reply.endswith(b"\n"):
+        chunk = conn.recv(4096)
+        if not chunk: sys.exit(f"hushd closed the control connection after {line}")
+        reply += chunk
+    if b'"ok":true' not in reply: sys.exit(f"hushd refused {line}: {reply.decode().strip()}")
+    return reply.decode()
+def first_sample(fifo, started):  # ms from `started` to the first sample not silence in the WAV hushd writes
+    data = b""; header = None
+    while time.monotonic() - started < 20:
+        if not select.select([fifo], [], [], 1)[0]: continue
+        data += os.read(fifo, 65536)
+        if header is None:
+            at = data.find(b"data")
+            if at < 0 or len(data) < at + 8: continue
+            header = at + 8; data = data[header:]
+        usable = len(data) - len(data) % 2
+        for i in range(0, usable, 2):
+            if abs(int.from_bytes(data[i:i + 2], "little", signed=True)) >= 2:
+                return (time.monotonic() - started) * 1000
+        data = data[usable:]
+    sys.exit("hush-first: no sound came out of hushd within 20 s")
+fifo = None
+if stack == "hush-first":
+    fifo = os.open(os.path.join(work, "first.fifo"), os.O_RDONLY | os.O_NONBLOCK)
 started = time.monotonic()
-if stack == "hush":
+if stack.startswith("hush"):
     daemons = [spawn([hushd, "--config", os.path.join(work, "hushd.toml")], "hushd.log")]
     sock, device, conf = os.path.join(work, "control.sock"), "hush:music", os.path.join(work, "asound-hush.conf")
 else:
     daemons = [spawn(["pipewire"], "pipewire.log")]
     sock, device, conf = os.path.join(work, "run", "pipewire-0"), "pipewire", os.path.join(work, "asound-pipewire.conf")
-while not accepts(sock):
+while (conn := connect(sock)) is None:
     if time.monotonic() - started > 20: sys.exit(f"{stack}: {sock} never accepted")
     time.sleep(0.001)
 socket_ms = (time.monotonic() - started) * 1000
+if fifo is not None:
+    reply = ask(conn, '{"command":"activate","id":1,"bus":"music","category":"playback"}')
+    session = int(reply.split('"session":')[1].split(",")[0].split("}")[0])
+    ask(conn, f'{{"command":"play","id":2,"session":{session},"tone":1000}}')
+    print(f"{socket_ms:.1f} {first_sample(fifo, started):.1f} {daemons[0].pid}")
+    sys.exit(0)
+conn.close()
 if stack == "pipewire":
     daemons.append(spawn(["wireplumber"], "wireplumber.log"))
 env = dict(os.environ, ALSA_CONFIG_PATH=conf)
@@ -185,9 +220,10 @@ switches() { # voluntary + involuntary context switches of every thread of PIDs
     local p
     for p in "$@"; do cat /proc/"$p"/task/*/status 2>/dev/null; done | awk '/ctxt_switches/ { s += $2 } END { print s + 0 }'
 }
-rss() { # resident KiB of PIDs
-    local p
-    for p in "$@"; do awk '/^Rss:/ { print $2 }' /proc/"$p"/smaps_rollup; done | awk '{ s += $1 } END { print s + 0 }'
+rss() { # KEY PIDS...: the KiB of smaps_rollup's KEY (Rss, Anonymous) summed over PIDS
+    local key=$1 p
+    shift
+    for p in "$@"; do awk -v k="$key:" '$1 == k { print $2 }' /proc/"$p"/smaps_rollup; done | awk '{ s += $1 } END { print s + 0 }'
 }
 results="$work/results"
 record() { echo "$1 $2 $3" >>"$results"; }
@@ -199,18 +235,20 @@ window() {
     d0=$(ticks "${d[@]}"); c0=$(ticks "${c[@]}"); s0=$(switches "${d[@]}")
     sleep "$seconds"
     d1=$(ticks "${d[@]}"); c1=$(ticks "${c[@]}"); s1=$(switches "${d[@]}")
-    local cpu_d cpu_c cs mib
+    local cpu_d cpu_c cs mib anon
     cpu_d=$(awk -v t=$((d1 - d0)) -v k="$tick" -v s="$seconds" 'BEGIN { printf "%.3f", t / k / s * 60 }')
     cpu_c=$(awk -v t=$((c1 - c0)) -v k="$tick" -v s="$seconds" 'BEGIN { printf "%.3f", t / k / s * 60 }')
     cs=$(awk -v n=$((s1 - s0)) -v s="$seconds" 'BEGIN { printf "%.1f", n / s }')
-    mib=$(awk -v k="$(rss "${d[@]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+    mib=$(awk -v k="$(rss Rss "${d[@]}")" 'BEGIN { printf "%.1f", k / 1024 }')
+    anon=$(awk -v k="$(rss Anonymous "${d[@]}")" 'BEGIN { printf "%.1f", k / 1024 }')
     record "$stack" "$what.cpu" "$cpu_d"
     record "$stack" "$what.switches" "$cs"
     record "$stack" "$what.rss" "$mib"
+    record "$stack" "$what.anon" "$anon"
     [ ${#c[@]} -gt 0 ] && record "$stack" "$what.clients" "$cpu_c" && \
         record "$stack" "$what.all" "$(awk -v a="$cpu_d" -v b="$cpu_c" 'BEGIN { printf "%.3f", a + b }')"
-    printf '  %-9s %-6s CPU %s s/min (clients %s), %s switches/s, RSS %s MiB\n' "$stack" "$what" "$cpu_d" \
-        "$([ ${#c[@]} -gt 0 ] && echo "$cpu_c" || echo -)" "$cs" "$mib" >&2
+    printf '  %-9s %-6s CPU %s s/min (clients %s), %s switches/s, RSS %s MiB (anonymous %s)\n' "$stack" "$what" "$cpu_d" \
+        "$([ ${#c[@]} -gt 0 ] && echo "$cpu_c" || echo -)" "$cs" "$mib" "$anon" >&2
 }
 
 round() { # STACK
@@ -254,6 +292,13 @@ round() { # STACK
         window hush warm "$daemons" ""
         # shellcheck disable=SC2086
         stop $daemons
+        rm -f "$work/first.fifo" && mkfifo "$work/first.fifo"
+        hush_config false "$work/first.fifo"
+        out=$(python3 "$work/startup.py" hush-first "$work" "$hushd")
+        read -r _ first_ms daemons <<<"$out"
+        record hush start.first "$first_ms"
+        printf '  %-9s start  first sample of a tone asked for on the socket after %s ms\n' hush "$first_ms" >&2
+        stop "$daemons"
     fi
 }
 
@@ -291,6 +336,7 @@ row "CPU playing 3 streams, the three aplay clients" play.clients play.clients "
 row "CPU playing 3 streams, daemons + clients" play.all play.all "s/min"
 row "context switches playing, daemons' threads" play.switches play.switches "/s"
 row "resident memory playing, daemons (Rss)" play.rss play.rss "MiB"
+row "of it anonymous (heap, stacks, written data: what only swap could take)" play.anon play.anon "MiB"
 row "CPU idle (hushd: idle output after 5 s)" idle.cpu idle.cpu "s/min"
 row "CPU idle, hushd keep_warm = true" warm.cpu idle.cpu "s/min"
 row "context switches idle (hushd idle)" idle.switches idle.switches "/s"
@@ -298,3 +344,4 @@ row "context switches idle, hushd keep_warm" warm.switches idle.switches "/s"
 row "resident memory idle, daemons (Rss)" idle.rss idle.rss "MiB"
 row "start-up: exec → socket accepts" start.socket start.socket "ms"
 row "start-up: exec → 0.2 s tone through aplay ends, less 0.2 s" start.sound start.sound "ms"
+row "start-up: exec → first sample out of hushd of a tone asked for on the socket" start.first none "ms"
