@@ -173,7 +173,25 @@ static inline const char *hush_gpio_chip_line_consumer(hush_gpio_chip *handle, u
     return handle->scratch;
 }
 
-#if HUSH_GPIOD_API == 2
+#if HUSH_GPIOD_API == 1
+// One line of a 1.6 request: the line, requested as `type` with `flags`, held by a new hush_gpio_request.
+static inline hush_gpio_request *hush_gpio_request_line(
+    hush_gpio_chip *handle, unsigned int offset, const char *consumer, int type, int flags) {
+    struct gpiod_line *line = gpiod_chip_get_line(handle->chip, offset);
+    if (line == NULL) return NULL;
+    struct gpiod_line_request_config config = {.consumer = consumer, .request_type = type, .flags = flags};
+    if (gpiod_line_request(line, &config, 0) != 0) return NULL;
+    hush_gpio_request *request = (hush_gpio_request *)calloc(1, sizeof(hush_gpio_request));
+    if (request == NULL) {
+        gpiod_line_release(line);
+        errno = ENOMEM;
+        return NULL;
+    }
+    request->offset = offset;
+    request->line = line;
+    return request;
+}
+#else
 // One line of a 2.x request: settings, a line config with them for `offset`, a request config with the consumer.
 static inline hush_gpio_request *hush_gpio_request_line(
     hush_gpio_chip *handle, unsigned int offset, const char *consumer, struct gpiod_line_settings *settings) {
@@ -210,20 +228,7 @@ static inline hush_gpio_request *hush_gpio_request_input(
     case HUSH_GPIO_BIAS_PULL_DOWN: flags |= GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN; break;
     default: break;
     }
-    struct gpiod_line *line = gpiod_chip_get_line(handle->chip, offset);
-    if (line == NULL) return NULL;
-    struct gpiod_line_request_config config = {
-        .consumer = consumer, .request_type = GPIOD_LINE_REQUEST_EVENT_BOTH_EDGES, .flags = flags};
-    if (gpiod_line_request(line, &config, 0) != 0) return NULL;
-    hush_gpio_request *request = (hush_gpio_request *)calloc(1, sizeof(hush_gpio_request));
-    if (request == NULL) {
-        gpiod_line_release(line);
-        errno = ENOMEM;
-        return NULL;
-    }
-    request->offset = offset;
-    request->line = line;
-    return request;
+    return hush_gpio_request_line(handle, offset, consumer, GPIOD_LINE_REQUEST_EVENT_BOTH_EDGES, flags);
 #else
     struct gpiod_line_settings *settings = gpiod_line_settings_new();
     if (settings == NULL) return NULL;
@@ -262,22 +267,9 @@ static inline hush_gpio_request *hush_gpio_request_input(
 static inline hush_gpio_request *hush_gpio_request_output(
     hush_gpio_chip *handle, unsigned int offset, const char *consumer, int active_low) {
 #if HUSH_GPIOD_API == 1
-    struct gpiod_line *line = gpiod_chip_get_line(handle->chip, offset);
-    if (line == NULL) return NULL;
-    struct gpiod_line_request_config config = {
-        .consumer = consumer,
-        .request_type = GPIOD_LINE_REQUEST_DIRECTION_OUTPUT,
-        .flags = active_low ? GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW : 0};
-    if (gpiod_line_request(line, &config, 0) != 0) return NULL;
-    hush_gpio_request *request = (hush_gpio_request *)calloc(1, sizeof(hush_gpio_request));
-    if (request == NULL) {
-        gpiod_line_release(line);
-        errno = ENOMEM;
-        return NULL;
-    }
-    request->offset = offset;
-    request->line = line;
-    return request;
+    return hush_gpio_request_line(
+        handle, offset, consumer, GPIOD_LINE_REQUEST_DIRECTION_OUTPUT,
+        active_low ? GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW : 0);
 #else
     struct gpiod_line_settings *settings = gpiod_line_settings_new();
     if (settings == NULL) return NULL;
