@@ -28,31 +28,12 @@ struct AudioOutputIdleTests {
         /// Writes when the last halt came.
         let writesAtHalt = Atomic<Int>(-1)
         let writerTID = Atomic<Int32>(0)
-        let capacity = 8
-        /// Every sample of the first `capacity` writes after the first resume.
-        let afterWake: UnsafeMutablePointer<Float>
-        let keptAfterWake = Atomic<Int>(0)
-        var perWrite: Int { granted.periodFrames * granted.channels }
-
-        init() {
-            afterWake = .allocate(capacity: capacity * 240 * 2)
-            afterWake.initialize(repeating: .nan, count: capacity * 240 * 2)
-        }
-
-        deinit { afterWake.deallocate() }
+        /// Every sample of the first 8 writes after the first resume.
+        let afterWake = KeptWrites(capacity: 8, perWrite: 240 * 2)
 
         func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
             if writerTID.load(ordering: .relaxed) == 0 { writerTID.store(Self.threadID(), ordering: .relaxed) }
-            if resumes.load(ordering: .relaxed) > 0 {
-                let kept = keptAfterWake.load(ordering: .relaxed)
-                if kept < capacity {
-                    (afterWake + kept * perWrite).update(
-                        from: buffer.assumingMemoryBound(to: Float.self),
-                        count: perWrite
-                    )
-                    keptAfterWake.store(kept + 1, ordering: .releasing)
-                }
-            }
+            if resumes.load(ordering: .relaxed) > 0 { afterWake.keep(buffer) }
             writes.add(1, ordering: .releasing)
             usleep(useconds_t(frames * 1_000_000 / granted.sampleRate))
             return .written
@@ -63,7 +44,8 @@ struct AudioOutputIdleTests {
             var link = [CChar](repeating: 0, count: 64)
             let count = readlink("/proc/thread-self", &link, 63)
             guard count > 0 else { return 0 }
-            return Int32(String(cString: link).split(separator: "/").last ?? "") ?? 0
+            let path = String(decoding: link.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return Int32(path.split(separator: "/").last ?? "") ?? 0
         }
 
         func halt() {
@@ -78,10 +60,6 @@ struct AudioOutputIdleTests {
 
         func close() {}
 
-        /// Every sample of write `index` after the first resume.
-        func afterWake(_ index: Int) -> [Float] {
-            Array(UnsafeBufferPointer(start: afterWake + index * perWrite, count: perWrite))
-        }
     }
 
     /// The audio thread on `output`, at normal priority, with no way to reopen a lost device.
@@ -172,14 +150,14 @@ struct AudioOutputIdleTests {
         try controller.attach(SessionID(1), bus: .music, buffer: Self.ramp(), loop: false)
         controller.apply(.resume(SessionID(1)))
         thread.service()
-        #expect(Self.wait(thread) { output.keptAfterWake.load(ordering: .acquiring) >= 2 }, "woke and wrote")
+        #expect(Self.wait(thread) { output.afterWake.count.load(ordering: .acquiring) >= 2 }, "woke and wrote")
         #expect(output.resumes.load(ordering: .relaxed) == 1, "the device was prepared again once")
         #expect(thread.counters.wakings.load(ordering: .relaxed) == 1)
         // The first period after waking is the sound's first 240 frames, unfaded, uncut.
-        let first = output.afterWake(0)
+        let first = output.afterWake.write(0)
         #expect(first[0] == 0.0001 && first[1] == 0.0001, "the sound's first frame: \(first[0])")
         #expect((0..<240).allSatisfy { abs(first[2 * $0] - Float($0 + 1) / 10000) < 1e-6 })
-        #expect(abs(output.afterWake(1)[0] - 0.0241) < 1e-6, "and the next period goes on from frame 241")
+        #expect(abs(output.afterWake.write(1)[0] - 0.0241) < 1e-6, "and the next period goes on from frame 241")
         withExtendedLifetime(controller) {}
     }
 

@@ -290,39 +290,22 @@ struct AudioOutputThreadTests {
         #expect(witness.frees.load(ordering: .relaxed) == 0, "frees on the audio thread")
     }
 
-    /// A device that keeps every sample of its first `capacity` writes (preallocated), paced like a device.
+    /// A device that keeps every sample of its first 40 writes (preallocated), paced like a device.
     final class RecordingOutput: PCMOutput, @unchecked Sendable {
         let granted = PlaybackConfiguration(pcm: "recording", format: .floatLE, periodFrames: 240, periods: 2)
-        let capacity = 40
-        let samples: UnsafeMutablePointer<Float>
+        let kept = KeptWrites(capacity: 40, perWrite: 240 * 2)
         let writes = Atomic<Int>(0)
         let closed = Atomic<Bool>(false)
-        var perWrite: Int { granted.periodFrames * granted.channels }
-
-        init() {
-            samples = .allocate(capacity: capacity * 240 * 2)
-            samples.initialize(repeating: .nan, count: capacity * 240 * 2)
-        }
-
-        deinit { samples.deallocate() }
 
         func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
-            let count = writes.load(ordering: .relaxed)
-            if count < capacity {
-                (samples + count * perWrite).update(
-                    from: buffer.assumingMemoryBound(to: Float.self),
-                    count: perWrite
-                )
-            }
-            writes.store(count + 1, ordering: .releasing)
+            kept.keep(buffer)
+            writes.add(1, ordering: .releasing)
             usleep(useconds_t(granted.periodFrames * 1_000_000 / granted.sampleRate))
             return .written
         }
 
         /// Every sample of write `index` (0-based).
-        func write(_ index: Int) -> [Float] {
-            Array(UnsafeBufferPointer(start: samples + index * perWrite, count: perWrite))
-        }
+        func write(_ index: Int) -> [Float] { kept.write(index) }
 
         func close() { closed.store(true, ordering: .relaxed) }
     }

@@ -1,0 +1,35 @@
+import Synchronization
+
+/// The samples of the first `capacity` writes of a float device, kept in memory allocated up front (the audio
+/// thread that writes allocates nothing) and read back by the write's index. The fake devices of the audio-thread
+/// tests keep what they were given with it.
+final class KeptWrites: @unchecked Sendable {
+    let capacity: Int
+    /// Samples in one write: frames × channels.
+    let perWrite: Int
+    /// Writes kept so far.
+    let count = Atomic<Int>(0)
+    private let samples: UnsafeMutablePointer<Float>
+
+    init(capacity: Int, perWrite: Int) {
+        self.capacity = capacity
+        self.perWrite = perWrite
+        samples = .allocate(capacity: capacity * perWrite)
+        samples.initialize(repeating: .nan, count: capacity * perWrite)
+    }
+
+    deinit { samples.deallocate() }
+
+    /// Keeps `buffer` (`perWrite` floats) as the next write while there is room. The writing thread's side.
+    func keep(_ buffer: UnsafeRawPointer) {
+        let kept = count.load(ordering: .relaxed)
+        guard kept < capacity else { return }
+        (samples + kept * perWrite).update(from: buffer.assumingMemoryBound(to: Float.self), count: perWrite)
+        count.store(kept + 1, ordering: .releasing)
+    }
+
+    /// Every sample of kept write `index` (0-based); NaN where nothing was kept.
+    func write(_ index: Int) -> [Float] {
+        Array(UnsafeBufferPointer(start: samples + index * perWrite, count: perWrite))
+    }
+}
