@@ -142,35 +142,10 @@ if [ -d /usr/share/alsa ]; then
     cp -a /usr/share/alsa "$rootfs/usr/share/alsa"
 fi
 
-# --- kernel modules, with their dependencies in load order (modprobe resolves them from modules.dep; modules
-# built into the kernel are skipped). Compressed modules are unpacked: busybox's insmod wants plain .ko files.
-order=()
-add_module_file() {
-    local path="$1" name
-    name=$(basename "$path")
-    name="${name%%.ko*}"
-    [[ " ${order[*]-} " == *" $name "* ]] && return 0
-    case "$path" in
-        *.ko) cp "$path" "$rootfs/modules/$name.ko" ;;
-        *.ko.xz) xz -dc "$path" >"$rootfs/modules/$name.ko" ;;
-        *.ko.zst) zstd -qdc "$path" >"$rootfs/modules/$name.ko" ;;
-        *.ko.gz) gzip -dc "$path" >"$rootfs/modules/$name.ko" ;;
-        *) die "unexpected module file $path" ;;
-    esac
-    order+=("$name")
-}
-add_module() {
-    local listing line
-    listing=$(modprobe -C /dev/null -S "$abi" --show-depends "$1" 2>&1) ||
-        die "kernel $abi has no module '$1' ($listing); is linux-image-$abi installed completely?"
-    while read -r line; do
-        case "$line" in
-            "insmod "*) line="${line#insmod }"; add_module_file "${line%% *}" ;;
-            "builtin "*) ;;
-            *) die "unexpected line from 'modprobe --show-depends $1': $line" ;;
-        esac
-    done <<<"$listing"
-}
+# --- kernel modules, with their dependencies in load order (modules.sh).
+modules_dest="$rootfs/modules" modules_base="" modules_hint="is linux-image-$abi installed completely?"
+# shellcheck source-path=SCRIPTDIR source=modules.sh
+. "$here/modules.sh"
 for module in configfs snd-aloop snd-dummy uinput evdev; do add_module "$module"; done
 for dependency in $(modinfo -F depends "$gpio_sim_module" | tr ',' ' '); do add_module "$dependency"; done
 add_module_file "$gpio_sim_module"

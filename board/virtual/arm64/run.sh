@@ -7,7 +7,8 @@
 #   board/virtual/arm64/run.sh [--scenario NAME] [--deb FILE] [--programs DIR] [--timeout SEC] [--memory MB]
 #                              [--cpus N] [--keep]
 #
-#   --scenario NAME   board/virtual/scenarios/NAME.sh (default e2e), with its NAME.operator and NAME.after
+#   --scenario NAME   board/virtual/scenarios/NAME.sh (default e2e), with its NAME.operator and NAME.after; or a
+#                     path to a script elsewhere (board/virtual/bench/memory.sh)
 #   --deb FILE        the arm64 package (default .build/deb/hush_VERSION_arm64.deb, make deb-arm64)
 #   --programs DIR    where the arm64 hush-vboard-check and hush-vboard-streams are (default
 #                     .build/virtual-board-arm64, where cross/trixie.sh vboard-check-arm64 puts them)
@@ -61,6 +62,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 scenario_file="$here/scenarios/$scenario.sh"
+if [[ "$scenario" == */* ]]; then # a path: a figure's script outside scenarios/ (board/virtual/bench)
+    scenario_file="$scenario"
+    scenario=$(basename "$scenario" .sh)
+fi
 [ -f "$scenario_file" ] || { echo "arm64 board: no scenario $scenario_file" >&2; exit 64; }
 if [ -z "$timeout" ]; then
     timeout=$(sed -n 's/^# vboard-timeout: *\([0-9]*\).*/\1/p' "$scenario_file" | head -1)
@@ -205,27 +210,10 @@ interpreter=$(readelf -l "$rootfs/usr/bin/hushd" | sed -n 's/.*program interpret
 ln -s "aarch64-linux-gnu/$(basename "$interpreter")" "$rootfs/usr/lib/$(basename "$interpreter")"
 # dlopen()ed, so not in any DT_NEEDED: alsa-lib's own modules are not needed (the board uses hw: devices only).
 
-# Kernel modules in load order (modprobe reads the unpacked kernel's modules.dep; built-in ones are skipped).
-order=()
-add_module_file() {
-    local name
-    name=$(basename "$1" .ko)
-    [[ " ${order[*]-} " == *" $name "* ]] && return 0
-    cp "$1" "$rootfs/modules/$name.ko"
-    order+=("$name")
-}
-add_module() {
-    local listing line
-    listing=$(modprobe -d "$unpacked" -C /dev/null -S "$abi" --show-depends "$1" 2>&1) ||
-        die "the arm64 kernel $abi has no module '$1' ($listing)"
-    while read -r line; do
-        case "$line" in
-            "insmod "*) line="${line#insmod }"; add_module_file "${line%% *}" ;;
-            "builtin "*) ;;
-            *) die "unexpected line from 'modprobe --show-depends $1': $line" ;;
-        esac
-    done <<<"$listing"
-}
+# Kernel modules in load order (../modules.sh; modprobe reads the unpacked kernel's modules.dep).
+modules_dest="$rootfs/modules" modules_base="$unpacked" modules_hint="the arm64 kernel package lacks it"
+# shellcheck source-path=SCRIPTDIR/.. source=modules.sh
+. "$here/modules.sh"
 for module in configfs snd-aloop uinput evdev; do add_module "$module"; done
 for built in snd-dummy hush-gpio-sim; do
     for dependency in $(modinfo -F depends "$cache/$built.ko" | tr ',' ' '); do add_module "$dependency"; done
