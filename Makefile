@@ -170,6 +170,25 @@ vboard-arm64: deb-arm64
 	cross/trixie.sh vboard-check-arm64
 	for scenario in $(VBOARD_ARM64_SCENARIOS); do board/virtual/arm64/run.sh --scenario $$scenario || exit 1; done
 
+## memory-board: a figure, not a test: hushd's resident set on the virtual board at "ready" and with three tone
+## sessions playing, with the kernel's fault-around at 64 KiB and at one page (board/virtual/bench/memory.sh,
+## docs/performance.md), on the amd64 board and, with MEMORY_ARM64=1 (make deb-arm64's package), the arm64 one.
+MEMORY_ROUNDS ?= 2
+MEMORY_ARM64 ?= 0
+MEMORY_PAYLOAD := .build/virtual-board/memory-payload
+.PHONY: memory-board
+memory-board: deps
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) --product hushd
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) --product hushctl
+	rm -rf $(MEMORY_PAYLOAD) && mkdir -p $(MEMORY_PAYLOAD)
+	cp "$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) --show-bin-path)"/hushd \
+	  "$$($(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) --show-bin-path)"/hushctl \
+	  board/profiles/virtual.toml $(MEMORY_PAYLOAD)/
+	echo $(MEMORY_ROUNDS) >$(MEMORY_PAYLOAD)/memory-rounds
+	board/virtual/run.sh --scenario board/virtual/bench/memory.sh --payload $(MEMORY_PAYLOAD)
+	if [ "$(MEMORY_ARM64)" = 1 ]; then $(MAKE) --no-print-directory deb-arm64 && \
+	  board/virtual/arm64/run.sh --scenario board/virtual/bench/memory.sh; fi
+
 ## latency: a figure, not a test: aplay -> loopback round trip through plain hw:, dmix and hush in the virtual board
 ## (board/virtual/bench/latency.sh, docs/performance.md); TAKES per path (default 5).
 TAKES ?= 5
@@ -218,6 +237,7 @@ fuzz-quick: deps
 bench: deps
 	Benchmarks/run.sh
 	$(MAKE) bench-peers
+	$(MAKE) memory-board MEMORY_ARM64=1
 
 ## bench-peers: hushd beside PipeWire + WirePlumber (issue 20): three aplay streams, idle, memory, start-up, three
 ## alternating rounds, medians and ratios (Benchmarks/peers.sh, about 7 minutes; PEERS_SECONDS per window, default
