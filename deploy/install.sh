@@ -105,6 +105,8 @@ if [ "$package" = yes ]; then
     unit=/usr/lib/systemd/system/hushd.service
     rules=/usr/lib/udev/rules.d/99-hush.rules
 fi
+# Optional, never enabled here (docs/deploy.md, "Memory"): beside hushd's unit.
+fault_around_unit="$(dirname "$unit")/hush-fault-around.service"
 sysusers=/usr/lib/sysusers.d/hush.conf
 tmpfiles=/usr/lib/tmpfiles.d/hush.conf
 config=/etc/hush/hushd.toml
@@ -180,7 +182,8 @@ system() {
 if [ "$uninstall" = yes ]; then
     note "uninstalling hush${dest:+ from $dest}"
     system "stop and disable hushd" systemctl disable --now hushd.service || true
-    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$docs" \
+    system "stop and disable hush-fault-around" systemctl disable --now hush-fault-around.service || true
+    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$docs" \
         "$alsa_etc/50-hush.conf" "$alsa_etc/99-hush-default.conf" "$alsa_share/50-hush.conf" \
         "$alsa_share/99-hush-default.conf"; do
         remove_path "$path"
@@ -265,6 +268,7 @@ fi
 alsa_changed=$((changed - hushd_changed))
 
 install_file 0644 "$staged/hushd.service" "$unit"
+install_file 0644 "$here/hush-fault-around.service" "$fault_around_unit"
 install_file 0644 "$here/99-hush.rules" "$rules"
 install_file 0644 "$here/hush.sysusers" "$sysusers"
 install_file 0644 "$here/hush.tmpfiles" "$tmpfiles"

@@ -43,6 +43,9 @@ sed 's/^/    /' "$work/out"
 expect "hushd in /usr/local/bin, 0755" mode_is "$dest/usr/local/bin/hushd" 755
 expect "hushctl in /usr/local/bin, 0755" mode_is "$dest/usr/local/bin/hushctl" 755
 expect "unit in /etc/systemd/system, 0644" mode_is "$dest/etc/systemd/system/hushd.service" 644
+expect "the optional hush-fault-around unit beside it, 0644" \
+    mode_is "$dest/etc/systemd/system/hush-fault-around.service" 644
+expect "hush-fault-around is not enabled (opt-in)" test ! -e "$dest/etc/systemd/system/hushd.service.wants"
 expect "udev rule in /etc/udev/rules.d, 0644" mode_is "$dest/etc/udev/rules.d/99-hush.rules" 644
 expect "sysusers entry, 0644" mode_is "$dest/usr/lib/sysusers.d/hush.conf" 644
 expect "tmpfiles entry, 0644" mode_is "$dest/usr/lib/tmpfiles.d/hush.conf" 644
@@ -149,13 +152,18 @@ if command -v systemd-analyze >/dev/null; then
     expect "systemd-analyze verify accepts the installed unit without a warning" \
         sh -c "[ $status -eq 0 ] && [ ! -s '$work/out' ]"
     sed 's/^/    /' "$work/out"
+    systemd-analyze verify "$dest/etc/systemd/system/hush-fault-around.service" >"$work/out" 2>&1
+    status=$?
+    expect "systemd-analyze verify accepts hush-fault-around.service without a warning" \
+        sh -c "[ $status -eq 0 ] && [ ! -s '$work/out' ]"
+    sed 's/^/    /' "$work/out"
 fi
 
 # Uninstall: the files go, the configuration and the state stay unless --purge.
 mkdir -p "$dest/var/lib/hush" && echo state >"$dest/var/lib/hush/state"
 expect "--uninstall succeeds" run --uninstall --prefix /usr
-for path in usr/bin/hushd usr/bin/hushctl etc/systemd/system/hushd.service etc/udev/rules.d/99-hush.rules \
-    usr/lib/sysusers.d/hush.conf usr/lib/tmpfiles.d/hush.conf usr/share/hush/boards boot/firmware/overlays/hush-all.dtbo \
+for path in usr/bin/hushd usr/bin/hushctl etc/systemd/system/hushd.service etc/systemd/system/hush-fault-around.service \
+    etc/udev/rules.d/99-hush.rules usr/lib/sysusers.d/hush.conf usr/lib/tmpfiles.d/hush.conf usr/share/hush/boards boot/firmware/overlays/hush-all.dtbo \
     "${alsa_lib_dir#/}/libasound_module_pcm_hush.so" usr/share/alsa/alsa.conf.d/50-hush.conf \
     usr/share/alsa/alsa.conf.d/99-hush-default.conf etc/alsa/conf.d/50-hush.conf etc/alsa/conf.d/99-hush-default.conf; do
     expect "--uninstall removes /$path" test ! -e "$dest/$path"

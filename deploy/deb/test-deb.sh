@@ -66,7 +66,8 @@ else
     fail "the package's files differ from install.sh --package's (< expected, > packaged):"
     sed 's/^/    /' "$work/diff"
 fi
-for path in /usr/bin/hushd /usr/bin/hushctl /usr/lib/systemd/system/hushd.service /usr/lib/udev/rules.d/99-hush.rules \
+for path in /usr/bin/hushd /usr/bin/hushctl /usr/lib/systemd/system/hushd.service \
+    /usr/lib/systemd/system/hush-fault-around.service /usr/lib/udev/rules.d/99-hush.rules \
     /usr/lib/sysusers.d/hush.conf /usr/lib/tmpfiles.d/hush.conf /etc/hush/hushd.toml \
     "/usr/lib/$multiarch/alsa-lib/libasound_module_pcm_hush.so" /usr/share/alsa/alsa.conf.d/50-hush.conf \
     /usr/share/hush/boards/pi4-dac-hat.toml /usr/share/hush/overlays/hush-all.dtbo; do
@@ -113,6 +114,8 @@ expect "postinst copied the overlays into /boot/firmware/overlays" \
     sh -c "for o in '$scratch'/usr/share/hush/overlays/*.dtbo; do cmp -s \"\$o\" '$scratch/boot/firmware/overlays/'\"\${o##*/}\" || exit 1; done"
 expect "postinst enabled hushd.service (multi-user.target.wants)" \
     links_to "$scratch/etc/systemd/system/multi-user.target.wants/hushd.service" /usr/lib/systemd/system/hushd.service
+expect "postinst left hush-fault-around.service disabled (opt-in: docs/deploy.md)" \
+    test ! -e "$scratch/etc/systemd/system/hushd.service.wants/hush-fault-around.service"
 if [ "$arch" = "$(dpkg --print-architecture)" ]; then
     expect "the installed hushd runs: $("$scratch/usr/bin/hushd" --version 2>&1 | head -1)" \
         sh -c "'$scratch/usr/bin/hushd' --version | head -1 | grep -qx '$version'"
