@@ -105,7 +105,7 @@ if [ "$package" = yes ]; then
     unit=/usr/lib/systemd/system/hushd.service
     rules=/usr/lib/udev/rules.d/99-hush.rules
 fi
-# Optional, never enabled here (docs/deploy.md, "Memory"): beside hushd's unit.
+# Enabled with hushd; it acts only on a board of 1 GiB or less (docs/deploy.md, "Memory on a Zero 2 W").
 fault_around_unit="$(dirname "$unit")/hush-fault-around.service"
 sysusers=/usr/lib/sysusers.d/hush.conf
 tmpfiles=/usr/lib/tmpfiles.d/hush.conf
@@ -331,6 +331,8 @@ system "reload udev rules" udevadm control --reload
 system "apply udev rules to GPIO and input devices" udevadm trigger --action=change \
     --subsystem-match=gpio --subsystem-match=input
 system "reload systemd" systemctl daemon-reload
+system "enable hush-fault-around (one page per page fault on a board of 1 GiB or less)" \
+    systemctl enable hush-fault-around.service
 if [ "$start" = no ]; then
     system "enable hushd" systemctl enable hushd.service
 elif [ -z "$dest" ] && command -v systemctl >/dev/null && systemctl is-active --quiet hushd.service; then

@@ -45,7 +45,8 @@ expect "hushctl in /usr/local/bin, 0755" mode_is "$dest/usr/local/bin/hushctl" 7
 expect "unit in /etc/systemd/system, 0644" mode_is "$dest/etc/systemd/system/hushd.service" 644
 expect "the optional hush-fault-around unit beside it, 0644" \
     mode_is "$dest/etc/systemd/system/hush-fault-around.service" 644
-expect "hush-fault-around is not enabled (opt-in)" test ! -e "$dest/etc/systemd/system/hushd.service.wants"
+expect "hush-fault-around acts only on a board of 1 GiB or less" \
+    grep -qx 'ConditionMemory=<=1G' "$dest/etc/systemd/system/hush-fault-around.service"
 expect "udev rule in /etc/udev/rules.d, 0644" mode_is "$dest/etc/udev/rules.d/99-hush.rules" 644
 expect "sysusers entry, 0644" mode_is "$dest/usr/lib/sysusers.d/hush.conf" 644
 expect "tmpfiles entry, 0644" mode_is "$dest/usr/lib/tmpfiles.d/hush.conf" 644

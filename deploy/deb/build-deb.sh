@@ -160,9 +160,8 @@ Description: phone-like audio behaviour for headless Linux boards
  The package holds hushd.service (a sandboxed system service running as the
  user hush), its udev rule, sysusers and tmpfiles entries, the board profiles
  in /usr/share/hush/boards and device-tree overlays for Raspberry Pi boards,
- copied to /boot/firmware/overlays; and hush-fault-around.service, not
- enabled, which sets the kernel's fault-around to one page on boards where
- memory is tight.
+ copied to /boot/firmware/overlays; and hush-fault-around.service, which
+ sets the kernel's fault-around to one page on boards of 1 GiB or less.
 EOF
 (cd "$tree" && find etc -type f | sed 's|^|/|' | sort) >"$tree/DEBIAN/conffiles"
 [ -s "$tree/DEBIAN/conffiles" ] || rm "$tree/DEBIAN/conffiles"

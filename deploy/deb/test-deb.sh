@@ -114,8 +114,9 @@ expect "postinst copied the overlays into /boot/firmware/overlays" \
     sh -c "for o in '$scratch'/usr/share/hush/overlays/*.dtbo; do cmp -s \"\$o\" '$scratch/boot/firmware/overlays/'\"\${o##*/}\" || exit 1; done"
 expect "postinst enabled hushd.service (multi-user.target.wants)" \
     links_to "$scratch/etc/systemd/system/multi-user.target.wants/hushd.service" /usr/lib/systemd/system/hushd.service
-expect "postinst left hush-fault-around.service disabled (opt-in: docs/deploy.md)" \
-    test ! -e "$scratch/etc/systemd/system/hushd.service.wants/hush-fault-around.service"
+expect "postinst enabled hush-fault-around.service (multi-user.target.wants)" \
+    links_to "$scratch/etc/systemd/system/multi-user.target.wants/hush-fault-around.service" \
+    /usr/lib/systemd/system/hush-fault-around.service
 if [ "$arch" = "$(dpkg --print-architecture)" ]; then
     expect "the installed hushd runs: $("$scratch/usr/bin/hushd" --version 2>&1 | head -1)" \
         sh -c "'$scratch/usr/bin/hushd' --version | head -1 | grep -qx '$version'"
@@ -146,6 +147,8 @@ expect "dpkg -r keeps the configuration and the volumes" \
 expect "dpkg -P purges it" install_deb -P hush
 expect "a purge removes /etc/hush, /var/lib/hush and the enablement" \
     sh -c "[ ! -e '$scratch/etc/hush' ] && [ ! -e '$scratch/var/lib/hush' ] && [ ! -L '$scratch/etc/systemd/system/multi-user.target.wants/hushd.service' ]"
+expect "a purge removes hush-fault-around's enablement too" \
+    test ! -e "$scratch/etc/systemd/system/multi-user.target.wants/hush-fault-around.service"
 expect "dpkg forgets hush" sh -c "! dpkg --root='$scratch' -s hush >/dev/null 2>&1"
 
 echo "deb: $passed passed, $failed failed"
