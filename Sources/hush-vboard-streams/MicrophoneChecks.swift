@@ -40,27 +40,48 @@ func underrunsNow() throws -> Underruns {
     )
 }
 
-/// Where `samples` (16 kHz) from `from` to `to` seconds hold silence of a millisecond or more (a run of zero samples
-/// inside the tone: frames the microphone did not deliver): "1.234 s (2.1 ms)".
-func gaps(in samples: [Float], from: Double, to: Double) -> [String] {
+/// A run of silence of a millisecond or more inside the microphone's tone: frames the microphone did not deliver.
+struct Gap: CustomStringConvertible {
+    /// Seconds into the recording.
+    var start: Double
+    var milliseconds: Double
+    /// "1.234 s (2.1 ms)".
+    var description: String {
+        "\(DecimalText.fixed(start, places: 3)) s (\(DecimalText.fixed(milliseconds, places: 1)) ms)"
+    }
+}
+
+/// The gaps in `samples` (16 kHz) from `from` to `to` seconds.
+func gaps(in samples: [Float], from: Double, to: Double) -> [Gap] {
     let a = min(samples.count, max(0, Int(from * Double(recordRate))))
     let b = min(samples.count, max(a, Int(to * Double(recordRate))))
-    var found: [String] = []
+    var found: [Gap] = []
     var run = 0
     for index in a..<b {
         if abs(samples[index]) < 1.5 / 32767 {
             run += 1
         } else {
             if run >= recordRate / 1000 {
-                let start = Double(index - run) / Double(recordRate)
-                found.append(
-                    "\(DecimalText.fixed(start, places: 3)) s (\(DecimalText.fixed(Double(run) / 16, places: 1)) ms)"
-                )
+                found.append(Gap(start: Double(index - run) / Double(recordRate), milliseconds: Double(run) / 16))
             }
             run = 0
         }
     }
     return found
+}
+
+/// A stall of the emulated machine where a gap is (within 60 ms of it; the recording started at `start`). The
+/// microphone's reader and the audio thread are less than a period apart, so a stall shorter than
+/// ``microphoneDisturbances(since:recorders:)`` allows can still cost a period's frames where it falls; a gap with no
+/// stall near it is hush's.
+func stallsAt(_ gaps: [Gap], recordingFrom start: Instant) -> [String] {
+    gaps.flatMap { gap in
+        let at = start + .milliseconds(Int64(gap.start * 1000))
+        let near = at + .milliseconds(-60)
+        let after = at + .milliseconds(Int64(gap.milliseconds) + 60)
+        let stalls = stallWatch?.disturbance(from: near, to: after, allowed: StallWatch.threshold) ?? []
+        return stalls.map { "\($0) at the gap at \(gap)" }
+    }
 }
 
 /// The microphone's tone in `samples` (16 kHz) from `from` to `to` seconds: its quietest and loudest 100 ms window
@@ -127,7 +148,7 @@ let microphoneChecks: [Check] = [
                 let took = result.map { seconds(from: running, to: $0.at) } ?? -1
                 let tone = microphoneHeard(samples, from: 0.3, to: 2.9)
                 let holes = gaps(in: samples, from: 0.3, to: 2.9)
-                var judged = Judged(disturbances: disturbances)
+                var judged = Judged(disturbances: disturbances + stallsAt(holes, recordingFrom: running))
                 judged.report = [
                     "  \(device): \(samples.count) frames in \(twoDecimals(took)) s, the tone at "
                         + "\(twoDecimals(tone.hertz)) Hz, \(twoDecimals(tone.quietest)) to \(twoDecimals(tone.loudest)) dBFS "
@@ -227,10 +248,13 @@ let microphoneChecks: [Check] = [
             let stoppedAt = 1 + 0.02 * Double(windows.firstIndex { $0 < -60 } ?? windows.count)
             let secondLength = Double(secondSamples.count) / Double(recordRate)
             let secondTone = microphoneHeard(secondSamples, from: 0.3, to: secondLength - 0.2)
-            let holes =
-                gaps(in: samples, from: 0.3, to: heldAt - 0.3)
-                + gaps(in: secondSamples, from: 0.3, to: secondLength - 0.2)
-            var judged = Judged(disturbances: disturbances)
+            let firstHoles = gaps(in: samples, from: 0.3, to: heldAt - 0.3)
+            let secondHoles = gaps(in: secondSamples, from: 0.3, to: secondLength - 0.2)
+            let holes = firstHoles + secondHoles
+            var judged = Judged(
+                disturbances: disturbances + stallsAt(firstHoles, recordingFrom: running)
+                    + stallsAt(secondHoles, recordingFrom: secondRunning)
+            )
             judged.report = [
                 "  first recorder: \(samples.count) frames in \(twoDecimals(took)) s; the tone "
                     + "\(twoDecimals(tone.quietest)) to \(twoDecimals(tone.loudest)) dBFS at \(twoDecimals(tone.hertz)) Hz "
