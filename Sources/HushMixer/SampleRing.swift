@@ -66,6 +66,11 @@ public struct SampleRing: BitwiseCopyable, @unchecked Sendable {
         return count
     }
 
+    /// Consumer: counts `frames` wanted and not taken (a period the consumer let pass to let the ring fill again).
+    public func countUnderflow(_ frames: Int) {
+        counters[2].add(frames, ordering: .relaxed)
+    }
+
     /// Consumer: drops the oldest frames so that at most `keeping` wait (a microphone's backlog nobody heard,
     /// after the audio thread was idle).
     public func discard(keeping: Int) {

@@ -98,8 +98,9 @@ public final class CaptureRouter: @unchecked Sendable {
     func period(frames: Int) {
         let frames = min(frames, maxFrames)
         // Nobody heard the microphone until now (none listened, or the audio thread was idle and its ring filled
-        // up): what waits is old; a consumer added now starts with the latest period.
-        if count == 0 { microphone?.discard(keeping: frames) }
+        // up): what waits is old. Two periods are kept, so a consumer added now starts a period behind the latest:
+        // a cushion that lets the microphone's reader be late by up to a period without a gap in what is heard.
+        if count == 0 { microphone?.discard(keeping: 2 * frames) }
         while let command = commands.pop() {
             switch command {
             case .add(let pointer):
@@ -121,9 +122,12 @@ public final class CaptureRouter: @unchecked Sendable {
         var source: UnsafePointer<Float>?
         var channels = 2
         if let microphone {
-            // Read every period, streams or not, so the microphone is always fresh; late frames are silence.
+            // Read every period, streams or not, so the microphone is always fresh. A whole period or none: when the
+            // reader is later than the cushion, this period is silence and what did come waits for the next one, so
+            // nothing is lost and the cushion is back (the underflow is counted).
             channels = microphone.channels
-            let got = microphone.read(into: scratch, frames: frames)
+            let got = microphone.available >= frames ? microphone.read(into: scratch, frames: frames) : 0
+            if got < frames { microphone.countUnderflow(frames) }
             (scratch + got * channels).update(repeating: 0, count: (frames - got) * channels)
             source = UnsafePointer(scratch)
         }

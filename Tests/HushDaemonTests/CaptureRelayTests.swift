@@ -37,14 +37,19 @@ struct CaptureRelayTests {
             output.deallocate()
         }
 
-        /// One period: the microphone's thread writes period `index`, the engine mixes, the router runs after the
-        /// mix (as on the audio thread). Returns the period's first left sample and the microphone's value.
+        /// One period: the microphone's thread writes `writes` periods (the next values of `index`; 0 when it is
+        /// late, 2 when it catches up), the engine mixes, the router runs after the mix (as on the audio thread).
+        /// Returns the period's first left sample and the microphone's latest value.
         @discardableResult
-        func period() -> (out: Float, microphone: Float) {
-            index += 1
+        func period(writes: Int = 1) -> (out: Float, microphone: Float) {
+            for _ in 0..<writes {
+                index += 1
+                let frames = [Float](repeating: Float(index) / 1000, count: CaptureRelayTests.period)
+                _ = frames.withUnsafeBufferPointer {
+                    microphone.write($0.baseAddress!, frames: CaptureRelayTests.period)
+                }
+            }
             let value = Float(index) / 1000
-            let frames = [Float](repeating: value, count: CaptureRelayTests.period)
-            _ = frames.withUnsafeBufferPointer { microphone.write($0.baseAddress!, frames: CaptureRelayTests.period) }
             engine.render(frames: CaptureRelayTests.period, into: output, sampleFormat: .floatLE)
             let hook = routers.hook
             hook.call(hook.context, CaptureRelayTests.period)
@@ -67,6 +72,32 @@ struct CaptureRelayTests {
         #expect(ratios.allSatisfy { abs($0 - gain) < 1e-3 * gain }, "one period late at one gain: \(ratios)")
         let hearing = rig.relay.hearing.load(ordering: .relaxed)
         #expect(hearing)
+    }
+
+    @Test("a microphone reader late by up to a period leaves no gap; later, one silent period and nothing lost")
+    func lateReader() throws {
+        let rig = try Rig()
+        rig.relay.allowed.store(true, ordering: .relaxed)
+        // Two periods waiting when the relay starts listening: it takes the older, a period of cushion stays.
+        rig.period(writes: 2)
+        for _ in 0..<20 { rig.period() }  // past the 5 ms fade-in
+        let gain = rig.period().out / (Float(rig.index - 1) / 1000)
+        /// What the relay played, in the microphone's values (0 for silence), over `writes`, one period each.
+        func heard(_ writes: [Int]) -> [Int] {
+            writes.map { Int((rig.period(writes: $0).out / gain * 1000).rounded()) }
+        }
+        // Late by a period, then caught up: the cushion covers it.
+        let once = heard([1, 0, 2, 1, 1])
+        #expect(once.allSatisfy { $0 > 0 }, "no silent period: \(once)")
+        #expect(zip(once, once.dropFirst()).allSatisfy { $1 == $0 + 1 }, "every value once, in order: \(once)")
+        // Late by two periods: one silent period, then every value that came, in order, none dropped.
+        let twice = heard([1, 0, 0, 3, 1, 1])
+        let sounding = twice.filter { $0 > 0 }
+        #expect(twice.filter { $0 == 0 }.count == 1, "one silent period: \(twice)")
+        #expect(
+            zip(sounding, sounding.dropFirst()).allSatisfy { $1 == $0 + 1 } && sounding.first == once.last! + 1,
+            "nothing lost: \(twice) after \(once)"
+        )
     }
 
     @Test("not allowed: silence; allowed again: live audio at once, not what was captured meanwhile")
