@@ -125,7 +125,11 @@ public final class StreamMemory: @unchecked Sendable {
             close(memfd)
             throw StreamError("cannot make the stream's eventfd: \(String(cString: strerror(-eventfd)))")
         }
-        guard let mapped = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0), mapped != MAP_FAILED
+        // Populated now, on the control side: the audio thread is the first to write most of these pages, and a
+        // page fault there waits for the process's memory map, which this thread may hold (an mmap, a munmap) for
+        // as long as it takes; hushd's mlockall then keeps them.
+        guard let mapped = mmap(nil, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd, 0),
+            mapped != MAP_FAILED
         else {
             let reason = String(cString: strerror(errno))
             close(memfd)
