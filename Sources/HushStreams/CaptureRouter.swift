@@ -98,9 +98,10 @@ public final class CaptureRouter: @unchecked Sendable {
     func period(frames: Int) {
         let frames = min(frames, maxFrames)
         // Nobody heard the microphone until now (none listened, or the audio thread was idle and its ring filled
-        // up): what waits is old. Two periods are kept, so a consumer added now starts a period behind the latest:
-        // a cushion that lets the microphone's reader be late by up to a period without a gap in what is heard.
-        if count == 0 { microphone?.discard(keeping: 2 * frames) }
+        // up): what waits is old. Three periods are kept, so a consumer added now starts two periods behind the
+        // latest: a cushion that lets the microphone's reader be late by a period and more (its periods and the
+        // audio thread's have phases of their own) without a gap in what is heard.
+        if count == 0 { microphone?.discard(keeping: 3 * frames) }
         while let command = commands.pop() {
             switch command {
             case .add(let pointer):
