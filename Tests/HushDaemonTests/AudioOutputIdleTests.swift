@@ -59,19 +59,6 @@ struct AudioOutputIdleTests {
         }
 
         func close() {}
-
-    }
-
-    /// The audio thread on `output`, at normal priority, with no way to reopen a lost device.
-    static func thread(_ engine: MixerEngine, _ output: any PCMOutput) -> AudioOutputThread {
-        AudioOutputThread(
-            engine: engine,
-            output: output,
-            requested: output.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
     }
 
     static func engine() -> (MixerEngine, MixerController) {
@@ -119,7 +106,7 @@ struct AudioOutputIdleTests {
     func idlesAndWakes() throws {
         let output = IdleOutput()
         let (engine, controller) = Self.engine()
-        let thread = Self.thread(engine, output)
+        let thread = AudioOutputThread.forTest(engine, output)
         // 0.1 s: 20 periods of 240 frames.
         thread.idleAfter = .milliseconds(100)
         try thread.start()
@@ -165,7 +152,7 @@ struct AudioOutputIdleTests {
     func keepWarmNeverStops() throws {
         let output = IdleOutput()
         let (engine, _) = Self.engine()
-        let thread = Self.thread(engine, output)
+        let thread = AudioOutputThread.forTest(engine, output)
         try thread.start()
         // 60 quiet periods: three times what went idle above.
         #expect(Self.wait(thread) { output.writes.load(ordering: .acquiring) >= 60 })
@@ -191,7 +178,7 @@ struct AudioOutputIdleTests {
         let output = IdleOutput()
         let (engine, _) = Self.engine()
         let wanting = Wanting()
-        let thread = Self.thread(engine, output)
+        let thread = AudioOutputThread.forTest(engine, output)
         thread.idleAfter = .milliseconds(100)
         thread.periodHook = wanting.hook
         try thread.start()
@@ -217,7 +204,7 @@ struct AudioOutputIdleTests {
         let witness = AudioOutputThreadTests.Witness(countFrom: 5)
         let output = AudioOutputThreadTests.WitnessedOutput(witness)
         let (engine, controller) = Self.engine()
-        let thread = Self.thread(engine, output)
+        let thread = AudioOutputThread.forTest(engine, output)
         thread.idleAfter = .milliseconds(100)
         // A sound from the start, so that what the engine makes lazily for a voice's first render is made before
         // counting starts at write 5; then three idle stretches, each ended by a short sound.

@@ -56,14 +56,7 @@ struct AudioOutputThreadTests {
     func stallIsMeasured() throws {
         let output = StallingOutput(stallAt: 10, stall: 0.08)
         let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 240))
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: output,
-            requested: output.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
+        let thread = AudioOutputThread.forTest(engine, output)
         try thread.start()
         while output.writes.load(ordering: .relaxed) < 20 { Thread.sleep(forTimeInterval: 0.01) }
         thread.stop()
@@ -260,14 +253,7 @@ struct AudioOutputThreadTests {
         let route = WitnessedOutput(witness, goneAt: 60, pcm: "route")
         let back = WitnessedOutput(witness, pcm: "back")
         let (engine, controller) = try Self.steadyEngine()
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: first,
-            requested: first.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { [back] _ in back }
-        )
+        let thread = AudioOutputThread.forTest(engine, first, open: { [back] _ in back })
         try thread.start()
         var step = 0
         var handedOver = false
@@ -319,14 +305,7 @@ struct AudioOutputThreadTests {
         // The controller keeps the steady sound's buffer alive while the engine plays it.
         let (engine, controller) = try Self.steadyEngine()
         defer { withExtendedLifetime(controller) {} }
-        let thread = AudioOutputThread(
-            engine: engine,
-            output: old,
-            requested: old.granted,
-            priority: 0,
-            logger: Logger(label: "test"),
-            open: { _ in nil }
-        )
+        let thread = AudioOutputThread.forTest(engine, old)
         // Two periods of 240 frames: the ramp crosses a period boundary.
         thread.crossfade = .milliseconds(10)
         try thread.start()

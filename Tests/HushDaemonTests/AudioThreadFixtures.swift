@@ -1,3 +1,7 @@
+import HushALSA
+import HushMixer
+import HushOutput
+import Logging
 import Synchronization
 
 /// The samples of the first `capacity` writes of a float device, kept in memory allocated up front (the audio
@@ -31,5 +35,24 @@ final class KeptWrites: @unchecked Sendable {
     /// Every sample of kept write `index` (0-based); NaN where nothing was kept.
     func write(_ index: Int) -> [Float] {
         Array(UnsafeBufferPointer(start: samples + index * perWrite, count: perWrite))
+    }
+}
+
+extension AudioOutputThread {
+    /// The audio thread of the tests: on `output`, at normal priority, reopening a lost device with `open` (by
+    /// default it cannot).
+    static func forTest(
+        _ engine: MixerEngine,
+        _ output: any PCMOutput,
+        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { _ in nil }
+    ) -> AudioOutputThread {
+        AudioOutputThread(
+            engine: engine,
+            output: output,
+            requested: output.granted,
+            priority: 0,
+            logger: Logger(label: "test"),
+            open: open
+        )
     }
 }
