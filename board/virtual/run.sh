@@ -44,6 +44,8 @@ cache="$root/.build/virtual-board"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 64; }
 die() { echo "run.sh: $*" >&2; exit 2; }
+# shellcheck source-path=SCRIPTDIR source=initramfs.sh
+. "$here/initramfs.sh"
 
 scenario=""
 payloads=()
@@ -130,22 +132,15 @@ install them on the host (the guest gets its libraries from the host)"
 # --- userland: busybox (static) and the guest's scripts.
 cp /bin/busybox "$rootfs/bin/busybox"
 copy_libraries "$rootfs/bin/busybox"
-cp "$here/guest-init.sh" "$rootfs/init"
-chmod 755 "$rootfs/init"
-cp "$here/guest-lib.sh" "$rootfs/guest-lib.sh"
-cp "$scenario_file" "$rootfs/scenario.sh"
-printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
-printf 'root:x:0:\naudio:x:29:\ninput:x:101:\n' >"$rootfs/etc/group"
+add_guest_files "$rootfs" "$scenario_file"
 # alsa-lib reads its configuration at run time.
 if [ -d /usr/share/alsa ]; then
     mkdir -p "$rootfs/usr/share"
     cp -a /usr/share/alsa "$rootfs/usr/share/alsa"
 fi
 
-# --- kernel modules, with their dependencies in load order (modules.sh).
+# --- kernel modules, with their dependencies in load order (initramfs.sh).
 modules_dest="$rootfs/modules" modules_base="" modules_hint="is linux-image-$abi installed completely?"
-# shellcheck source-path=SCRIPTDIR source=modules.sh
-. "$here/modules.sh"
 for module in configfs snd-aloop snd-dummy uinput evdev; do add_module "$module"; done
 for dependency in $(modinfo -F depends "$gpio_sim_module" | tr ',' ' '); do add_module "$dependency"; done
 add_module_file "$gpio_sim_module"

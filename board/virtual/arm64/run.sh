@@ -42,6 +42,8 @@ chroot_root="$root/.build/trixie/root"
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 64; }
 die() { echo "arm64 board: $*" >&2; exit 2; }
+# shellcheck source-path=SCRIPTDIR/.. source=initramfs.sh
+. "$here/initramfs.sh"
 say() { echo "arm64 board: $*"; }
 now() { date +%s%N; }
 seconds() { local ns=$(($2 - $1)); printf '%d.%d' $((ns / 1000000000)) $((ns % 1000000000 / 100000000)); }
@@ -133,12 +135,7 @@ rootfs="$work/root"
 mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/lib/aarch64-linux-gnu,usr/share,proc,sys,dev,tmp,run,root,etc,modules,payload,vboard}
 ln -s usr/lib "$rootfs/lib" # trixie's merged /usr: the dynamic loader is /lib/ld-linux-aarch64.so.1
 cp "$unpacked/bin/busybox" "$rootfs/bin/busybox"
-cp "$here/guest-init.sh" "$rootfs/init"
-chmod 755 "$rootfs/init"
-cp "$here/guest-lib.sh" "$rootfs/guest-lib.sh"
-cp "$scenario_file" "$rootfs/scenario.sh"
-printf 'root:x:0:0:root:/root:/bin/sh\n' >"$rootfs/etc/passwd"
-printf 'root:x:0:\naudio:x:29:\ninput:x:101:\n' >"$rootfs/etc/group"
+add_guest_files "$rootfs" "$scenario_file"
 cp -a "$chroot_root/usr/share/alsa" "$rootfs/usr/share/alsa"
 
 # hush, from its package, by dpkg (as deploy/deb/test-deb.sh installs into a scratch root).
@@ -210,10 +207,8 @@ interpreter=$(readelf -l "$rootfs/usr/bin/hushd" | sed -n 's/.*program interpret
 ln -s "aarch64-linux-gnu/$(basename "$interpreter")" "$rootfs/usr/lib/$(basename "$interpreter")"
 # dlopen()ed, so not in any DT_NEEDED: alsa-lib's own modules are not needed (the board uses hw: devices only).
 
-# Kernel modules in load order (../modules.sh; modprobe reads the unpacked kernel's modules.dep).
+# Kernel modules in load order (../initramfs.sh; modprobe reads the unpacked kernel's modules.dep).
 modules_dest="$rootfs/modules" modules_base="$unpacked" modules_hint="the arm64 kernel package lacks it"
-# shellcheck source-path=SCRIPTDIR/.. source=modules.sh
-. "$here/modules.sh"
 for module in configfs snd-aloop uinput evdev; do add_module "$module"; done
 for built in snd-dummy hush-gpio-sim; do
     for dependency in $(modinfo -F depends "$cache/$built.ko" | tr ',' ' '); do add_module "$dependency"; done

@@ -1,13 +1,14 @@
 # shellcheck shell=bash disable=SC2154  # the caller sets abi, modules_dest, modules_base and modules_hint
-# Kernel modules for a virtual board's initramfs, with their dependencies in load order: sourced by run.sh (this
-# machine's kernel) and arm64/run.sh (Debian's arm64 kernel, unpacked). modprobe resolves dependencies from
+# What the two virtual boards' initramfs trees share, sourced by run.sh (this machine's kernel) and arm64/run.sh
+# (Debian's arm64 kernel, unpacked): the guest's own files (add_guest_files), and kernel modules with their
+# dependencies in load order (add_module). modprobe resolves dependencies from
 # modules.dep; modules built into the kernel are skipped; compressed modules are unpacked, since busybox's insmod
 # wants plain .ko files. The caller sets, before calling:
 #   abi            the kernel release whose modules these are
 #   modules_dest   where the .ko files go (the rootfs's /modules)
 #   modules_base   modprobe's -d, the root the modules are under ("" for this machine's /lib/modules)
 #   modules_hint   what to say when a module is missing
-# and defines die. The load order ends up in the array `order`.
+# and defines die and here (board/virtual). The load order ends up in the array `order`.
 order=()
 
 add_module_file() { # PATH of a .ko, .ko.xz, .ko.zst or .ko.gz
@@ -37,4 +38,13 @@ add_module() { # NAME: the module and everything it depends on
             *) die "unexpected line from 'modprobe --show-depends $1': $line" ;;
         esac
     done <<<"$listing"
+}
+
+add_guest_files() { # ROOTFS SCENARIO_FILE: /init, /guest-lib.sh, /scenario.sh, and the users and groups of the guest
+    cp "$here/guest-init.sh" "$1/init"
+    chmod 755 "$1/init"
+    cp "$here/guest-lib.sh" "$1/guest-lib.sh"
+    cp "$2" "$1/scenario.sh"
+    printf 'root:x:0:0:root:/root:/bin/sh\n' >"$1/etc/passwd"
+    printf 'root:x:0:\naudio:x:29:\ninput:x:101:\n' >"$1/etc/group"
 }
