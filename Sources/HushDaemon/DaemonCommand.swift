@@ -158,10 +158,11 @@ final class DaemonRunner {
     /// used is not pinned there for the daemon's life.
     private func settleMemory() {
         let release = ResidentMemory.releaseCleanFilePages()
-        AudioOutputThread.lockMemory(logger: logger)
+        let locked = AudioOutputThread.lockMemory(logger: logger)
         let footprint = ProcessFootprint.current()
+        let lock = locked ? "locked from now on as it is touched" : "not locked (see the warning above)"
         logger.info(
-            "memory: handed back \(release.kibibytes) KiB of start-up code and read-only data; \(footprint.residentKiB) KiB resident, locked from now on as it is touched"
+            "memory: handed back \(release.kibibytes) KiB of start-up code and read-only data; \(footprint.residentKiB) KiB resident, \(lock)"
         )
     }
 

@@ -231,12 +231,16 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// Locks every page of the process as it is touched from now on, and those present now
     /// (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`): nothing mapped is faulted in for it, and a page the
     /// audio thread has touched is never paged out under it. Logs a warning when refused (RLIMIT_MEMLOCK).
-    public static func lockMemory(logger: Logger) {
-        if mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 {
+    /// - Returns: whether the memory is locked.
+    @discardableResult
+    public static func lockMemory(logger: Logger) -> Bool {
+        guard mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0 else {
             logger.warning(
                 "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
             )
+            return false
         }
+        return true
     }
 
     /// Starts the thread. Logs, on the control side, what scheduling it got.

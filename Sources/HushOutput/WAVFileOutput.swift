@@ -108,7 +108,7 @@ public final class WAVFileOutput: PCMOutput {
             // A pipe or a device cannot be rewritten at offset 0: its header goes first, once, with the sizes a
             // stream of unknown length carries (as `arecord` writes to a pipe), so `aplay` or sox on a FIFO reads
             // it as a WAV.
-            Self.writeHeader(current, dataBytes: Self.streamingDataBytes, granted: granted, at: nil)
+            Self.writeHeader(current, dataBytes: Self.streamingDataBytes, granted: granted, streaming: true)
         }
         clock_gettime(CLOCK_MONOTONIC, &nextDue)
     }
@@ -264,12 +264,12 @@ public final class WAVFileOutput: PCMOutput {
     static let streamingDataBytes = Int(UInt32.max) - 36
 
     /// The 44-byte RIFF/WAVE header for 16-bit PCM with `dataBytes` of sound (built on the stack: this runs on
-    /// the audio thread), written at byte `offset`, or where the descriptor is when nil (a pipe).
+    /// the audio thread), written over the file's first 44 bytes, or, `streaming`, where the descriptor is (a pipe).
     private static func writeHeader(
         _ descriptor: Int32,
         dataBytes: Int,
         granted: PlaybackConfiguration,
-        at offset: Int? = 0
+        streaming: Bool = false
     ) {
         let channels = granted.channels
         withUnsafeTemporaryAllocation(byteCount: 44, alignment: 4) { header in
@@ -292,10 +292,10 @@ public final class WAVFileOutput: PCMOutput {
             put(34, 16, size: 2)
             put(36, "data")
             put(40, dataBytes, size: 4)
-            if let offset {
-                _ = pwrite(descriptor, header.baseAddress, 44, off_t(offset))
-            } else {
+            if streaming {
                 _ = writeAll(descriptor, UnsafeRawPointer(header.baseAddress!), 44)
+            } else {
+                _ = pwrite(descriptor, header.baseAddress, 44, 0)
             }
         }
     }
