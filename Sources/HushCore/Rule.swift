@@ -1,7 +1,8 @@
 /// Every behaviour rule of the policy, named once. The same identifiers appear in the reason of every decision,
 /// in the logs, in docs/policy.md and in the test that proves the rule.
 ///
-/// R1–R16 are the rules; M1–M9 decide what happens where two rules meet.
+/// R1–R16 are the rules of sessions, R17–R20 those of applications' streams through the `hush` ALSA device;
+/// M1–M9 decide what happens where two rules meet.
 public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     case r1 = "R1"
     case r2 = "R2"
@@ -28,6 +29,10 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case m7 = "M7"
     case m8 = "M8"
     case m9 = "M9"
+    case r17 = "R17"
+    case r18 = "R18"
+    case r19 = "R19"
+    case r20 = "R20"
 
     /// A short name for logs: "R1 silence-switch".
     public var title: String {
@@ -48,6 +53,10 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r14: "secondary-audio-hint"
         case .r15: "session-requests"
         case .r16: "silent-alert-light"
+        case .r17: "stream-session"
+        case .r18: "stream-transport"
+        case .r19: "stream-state"
+        case .r20: "microphone-gate"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

@@ -25,7 +25,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
     /// Per session: a name the client gave and the sound it plays, for status.
     private var names: [SessionID: String] = [:]
     private var sounds: [SessionID: String] = [:]
-    private var credentials: [ClientID: ControlClient] = [:]
+    /// Who each connection is (its peer credentials), for status and for the streams' session owners.
+    private let credentials = Credentials()
     private var secondaryAudioHint = false
     /// Applications' streams through the `hush` ALSA device, each on a connection of its own.
     let streams: StreamHub
@@ -33,7 +34,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
     init(
         configuration: HushdConfiguration.Control,
         streams streamLimits: HushdConfiguration.Streams = .init(),
-        daemon: Daemon
+        daemon: Daemon,
+        microphoneChanged: @escaping (Bool) -> Void = { _ in }
     ) throws {
         self.daemon = daemon
         limits = configuration
@@ -51,20 +53,25 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             logger: daemon.logger
         )
         streams = StreamHub(
-            daemon: daemon,
+            host: daemon,
             limits: StreamHub.Limits(
                 maxStreams: streamLimits.maxStreams,
                 maxStreamsPerProcess: streamLimits.maxStreamsPerProcess,
                 ringKiBMax: streamLimits.ringKiBMax
-            )
+            ),
+            reserveClientID: { [server] in server.reserveClientID() },
+            peer: { [credentials] client in credentials[client] },
+            microphoneChanged: microphoneChanged
         )
         server.handler = self
         daemon.streamSummary = { [unowned self] in
             (streams.entries.count, streams.microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" })
         }
-        streams.newClientID = { [unowned self] in server.reserveClientID() }
-        streams.peerLookup = { [unowned self] client in credentials[client] }
-        daemon.decisionSinks.append { [unowned self] batch in publish(batch) }
+        daemon.decisionSinks.append { [unowned self] batch in
+            // The streams first: what an application sees follows the decisions before anyone hears of them.
+            streams.refresh()
+            publish(batch)
+        }
         daemon.finishedSinks.append { [unowned self] session in
             let owner = self.daemon.audio.policy.session(session)?.client
             self.server.send(.sessionFinished(session), toSubscribersAnd: owner)
@@ -335,7 +342,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 pid: owner?.pid,
                 uid: owner?.uid,
                 gid: owner?.gid,
-                name: names[record.id] ?? streams.group(of: record.client)?.name,
+                name: names[record.id] ?? streams.groupName(of: record.client),
                 configuration: record.configuration,
                 state: state,
                 pausedBy: pausedBy,
@@ -413,5 +420,14 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             violations: entry.violations,
             microphone: entry.hearsMicrophone
         )
+    }
+}
+
+/// Who each connection is, by client id: its peer credentials, as it first spoke.
+final class Credentials {
+    private var clients: [ClientID: ControlClient] = [:]
+    subscript(client: ClientID) -> ControlClient? {
+        get { clients[client] }
+        set { clients[client] = newValue }
     }
 }

@@ -110,12 +110,14 @@ final class DaemonRunner {
                 logger.error("hushd's volumes will not show in amixer: \(error.description)")
             }
         }
+        let microphoneLight = openIndicator(.micLED, "microphone light")
         let control: ControlParticipant
         do {
             control = try ControlParticipant(
                 configuration: configuration.control,
                 streams: configuration.streams,
-                daemon: daemon
+                daemon: daemon,
+                microphoneChanged: { on in microphoneLight?.set(on) }
             )
         } catch {
             logger.critical("cannot open the control socket: \(error)")
@@ -124,10 +126,6 @@ final class DaemonRunner {
             return 1
         }
         daemon.participants.append(control)
-        let microphoneLight = openIndicator(.micLED, "microphone light")
-        if let microphoneLight {
-            control.streams.onMicrophoneChanged = { on in microphoneLight.set(on) }
-        }
         if let console { daemon.participants.append(console) }
         if let interval = notifier.watchdogInterval {
             daemon.participants.append(

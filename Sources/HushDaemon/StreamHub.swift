@@ -5,30 +5,45 @@ import HushOutput
 import HushPolicy
 import HushProtocol
 import HushStreams
+import Logging
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Applications' streams through the `hush` ALSA device, on the daemon's side: each stream is a session (or part
-/// of one), a voice on its bus or a listener of the microphone, and the policy's decisions become what the
-/// application sees (docs/policy.md, "What an application sees").
-///
-/// **Sessions of streams.** A stream that names no session gets one of its own, activated with the stream's
-/// category, bus and options — unless the same process already has a stream of the other direction with the same
-/// category, bus, options and name: then both are one session (a SIP phone's playback and capture are one call,
-/// not two calls interrupting each other). Such a session belongs to no connection but to its streams; it ends,
-/// as by R10, when its last stream closes or its process dies. A stream that names a session (`SESSION=`) joins
-/// it and never ends it.
-final class StreamHub {
+/// What the stream hub needs of the rest of hushd: the policy to read and to hand events to, the mixer to attach
+/// voices to, the output's timing and fresh session ids. ``Daemon`` is the one in hushd.
+protocol StreamHost: AnyObject {
+    var policy: AudioPolicy { get }
+    var mixerFormat: MixerFormat { get }
+    /// The output's period, when there is an output.
+    var outputPeriodFrames: Int? { get }
+    /// Frames queued in the output device now (a playback stream's delay counts them).
+    var outputQueuedFrames: Int { get }
+    /// Hands the microphone (or silence) to capture streams on the audio thread.
+    var captureRouter: CaptureRouter { get }
+    var logger: Logger { get }
+    @discardableResult func handle(_ event: PolicyEvent, cause: String?) -> [Decision]
+    func newSessionID() -> SessionID
+    func attach(pull: VoicePull, to session: SessionID) throws(AudioController.SoundError)
+    func removeSound(of session: SessionID)
+    /// Whether the audio thread let go of a voice pulled from `context`.
+    func isReleased(pull context: UnsafeMutableRawPointer) -> Bool
+}
 
+/// Applications' streams through the `hush` ALSA device, on the daemon's side: the mechanism. Each stream is a
+/// memfd with the wire header and ring, a voice on its bus or a listener of the microphone; which session it is
+/// part of, what its start and stop ask of the policy, what state it shows and whether it hears the microphone are
+/// the policy's rules R17–R20 (``StreamPolicy``, docs/policy.md, "What an application sees"), which this carries
+/// out.
+final class StreamHub {
     struct Limits {
         var maxStreams = 32
         var maxStreamsPerProcess = 8
         var ringKiBMax = 512
     }
 
-    /// One open stream.
+    /// One open stream: what the policy knows of it (``StreamPolicy/Stream``) and its mechanism.
     final class Entry {
         let id: StreamID
         let peer: ControlClient
@@ -38,10 +53,6 @@ final class StreamHub {
         let memory: StreamMemory
         let playback: PlaybackStream?
         let capture: CaptureStream?
-        /// The session the stream's own group activated (nil when it joined a session by id).
-        let group: Group?
-        /// Started by the application and not stopped since.
-        var started = false
         var reportedViolations = 0
 
         init(
@@ -52,8 +63,7 @@ final class StreamHub {
             configuration: SessionConfiguration,
             memory: StreamMemory,
             playback: PlaybackStream?,
-            capture: CaptureStream?,
-            group: Group?
+            capture: CaptureStream?
         ) {
             self.id = id
             self.peer = peer
@@ -63,7 +73,6 @@ final class StreamHub {
             self.memory = memory
             self.playback = playback
             self.capture = capture
-            self.group = group
         }
 
         var direction: StreamDirection { memory.geometry.direction }
@@ -73,50 +82,47 @@ final class StreamHub {
         var hearsMicrophone: Bool { capture?.hearing.load(ordering: .relaxed) ?? false }
     }
 
-    /// The streams of one process that share a session.
-    final class Group {
-        let client: ClientID
-        let pid: Int32
-        let name: String
-        let configuration: SessionConfiguration
-        let session: SessionID
-        var streams: Set<StreamID> = []
-
-        init(client: ClientID, pid: Int32, name: String, configuration: SessionConfiguration, session: SessionID) {
-            self.client = client
-            self.pid = pid
-            self.name = name
-            self.configuration = configuration
-            self.session = session
-        }
-    }
-
-    unowned let daemon: Daemon
+    private unowned let host: any StreamHost
     let limits: Limits
-    let router: CaptureRouter
+    private let router: CaptureRouter
+    /// The stream rules' view of the streams (R17–R20).
+    private(set) var rules = StreamPolicy()
     private(set) var entries: [StreamID: Entry] = [:]
-    private var groups: [ClientID: Group] = [:]
     /// Playback streams closed but perhaps still read by the audio thread.
     private var retiring: [PlaybackStream] = []
     private var nextStream: UInt64 = 1
-    /// Stream groups' sessions belong to client ids of their own, from the control server's sequence, so no
-    /// connection ever has one.
-    var newClientID: () -> ClientID = {
-        preconditionFailure("StreamHub.newClientID is set by the control socket's participant")
-    }
+    /// A client id for a group of streams' session, from the control server's sequence, so no connection ever has
+    /// one.
+    private let reserveClientID: () -> ClientID
+    /// Who a connection is.
+    private let peer: (ClientID) -> ControlClient?
+    /// Told when the microphone comes into use and when it no longer is (the microphone light).
+    private let microphoneChanged: (Bool) -> Void
     /// Whether any stream hears the microphone (the microphone light).
     private(set) var microphoneInUse = false
-    var onMicrophoneChanged: (Bool) -> Void = { _ in }
 
-    init(daemon: Daemon, limits: Limits) {
-        self.daemon = daemon
+    /// - Parameters:
+    ///   - reserveClientID: a client id no connection has, for a group of streams' session.
+    ///   - peer: who a connection is (the owner of a session a stream names).
+    ///   - microphoneChanged: told when the microphone comes into use (R20) and when it no longer is.
+    init(
+        host: any StreamHost,
+        limits: Limits,
+        reserveClientID: @escaping () -> ClientID,
+        peer: @escaping (ClientID) -> ControlClient?,
+        microphoneChanged: @escaping (Bool) -> Void = { _ in }
+    ) {
+        self.host = host
         self.limits = limits
-        router = daemon.captureRouter
-        daemon.decisionSinks.append { [unowned self] _ in refresh() }
+        self.reserveClientID = reserveClientID
+        self.peer = peer
+        self.microphoneChanged = microphoneChanged
+        router = host.captureRouter
     }
 
-    /// Whether `client` is a stream group's (so the control socket's status can say whose it is).
-    func group(of client: ClientID) -> Group? { groups[client] }
+    /// The name of the group of streams `client` stands for (so the control socket's status can say whose a
+    /// session is), or nil when it is a connection's.
+    func groupName(of client: ClientID) -> String? { rules.streams(of: client).first?.name }
 
     // MARK: Requests
 
@@ -127,7 +133,7 @@ final class StreamHub {
                 "hushd has \(entries.count) streams open, the most [streams] max_streams allows; close one"
             )
         }
-        let mine = entries.values.filter { $0.peer.pid == peer.pid }.count
+        let mine = rules.count(of: peer.pid)
         guard mine < limits.maxStreamsPerProcess else {
             throw ControlError(
                 .tooManyStreams,
@@ -141,7 +147,7 @@ final class StreamHub {
                 "hushd has \(CaptureRouter.capacity) capture streams open, the most it can feed; close one"
             )
         }
-        let format = daemon.audio.engine.format
+        let format = host.mixerFormat
         let id = StreamID(nextStream)
         let geometry = StreamGeometry(
             id: id,
@@ -150,8 +156,7 @@ final class StreamHub {
             channels: request.channels,
             rate: request.rate,
             ringFrames: request.bufferFrames,
-            periodFrames: (daemon.output?.granted.periodFrames ?? format.maxFrames) * request.rate
-                / format.sampleRate + 1
+            periodFrames: (host.outputPeriodFrames ?? format.maxFrames) * request.rate / format.sampleRate + 1
         )
         do {
             try geometry.validate(maxRingBytes: limits.ringKiBMax * 1024)
@@ -159,80 +164,56 @@ final class StreamHub {
             throw ControlError(.cannotStream, error.description)
         }
         let name = request.name ?? "pid \(peer.pid)"
-        // The session: named, shared with the process's stream of the other direction, or its own.
+        // R17: the session it names, its partner's, or its own.
+        let opening = StreamPolicy.Opening(
+            process: peer.pid,
+            user: peer.uid,
+            name: name,
+            direction: request.direction,
+            configuration: request.sessionConfiguration,
+            session: request.session,
+            sessionOwner: request.session.flatMap { named in owner(of: named)?.uid }
+        )
+        let placement: Ruling<StreamPolicy.Placement>
+        do {
+            placement = try rules.place(opening, in: host.policy)
+        } catch {
+            throw ControlError(error)
+        }
         let session: SessionID
         let configuration: SessionConfiguration
-        var group: Group?
+        var group: ClientID?
         var activated = false
-        if let named = request.session {
-            guard let record = daemon.audio.policy.session(named) else {
-                throw ControlError(.unknownSession, "there is no \(named)", field: "session")
-            }
-            guard peer.uid == 0 || owner(of: record)?.uid == peer.uid else {
-                throw ControlError(
-                    .notPermitted,
-                    "\(named) belongs to another user's connection",
-                    field: "session"
-                )
-            }
-            if request.direction == .playback,
-                entries.values.contains(where: { $0.session == named && $0.direction == .playback })
-            {
-                throw ControlError(
-                    .cannotStream,
-                    "\(named) already plays a stream; a session plays one stream at a time",
-                    field: "session"
-                )
-            }
-            if request.direction == .capture, !record.configuration.category.records {
-                throw ControlError(
-                    .notPermitted,
-                    "\(named) is \(record.configuration.category): only record and playAndRecord sessions "
-                        + "hear the microphone",
-                    field: "session"
-                )
-            }
+        switch placement.value {
+        case .join(let named, let joined):
             session = named
-            configuration = record.configuration
-        } else {
+            configuration = joined
+        case .share(let shared, let partners):
+            session = shared
             configuration = request.sessionConfiguration
-            if request.direction == .capture, !configuration.category.records {
-                throw ControlError(
-                    .notPermitted,
-                    "a \(configuration.category) stream cannot record: use CATEGORY=record or playAndRecord",
-                    field: "category"
-                )
+            group = partners
+        case .activate(let wanted):
+            let client = reserveClientID()
+            session = host.newSessionID()
+            configuration = wanted
+            let made = host.handle(
+                .activate(session, client: client, wanted),
+                cause: "\(name) (pid \(peer.pid), uid \(peer.uid)) opens a \(request.direction) stream: "
+                    + "\(wanted) [\(placement.rule)]"
+            )
+            if let rejection = made.compactMap({ decision -> Rejection? in
+                if case .reject(let rejection) = decision.command { return rejection }
+                return nil
+            }).first {
+                throw ControlError(rejection)
             }
-            if let partner = groups.values.first(where: { candidate in
-                candidate.pid == peer.pid && candidate.configuration == configuration && candidate.name == name
-                    && !candidate.streams.contains { entries[$0]?.direction == request.direction }
-            }) {
-                group = partner
-                session = partner.session
-            } else {
-                let client = newClientID()
-                session = daemon.newSessionID()
-                let made = daemon.handle(
-                    .activate(session, client: client, configuration),
-                    cause: "\(name) (pid \(peer.pid), uid \(peer.uid)) opens a \(request.direction) stream: "
-                        + "\(configuration)"
-                )
-                if let rejection = made.compactMap({ decision -> Rejection? in
-                    if case .reject(let rejection) = decision.command { return rejection }
-                    return nil
-                }).first {
-                    throw ControlError(rejection)
-                }
-                group = Group(client: client, pid: peer.pid, name: name, configuration: configuration, session: session)
-                groups[client] = group
-                activated = true
-            }
+            group = client
+            activated = true
         }
         // Everything that can fail from here undoes the activation.
         func undo() {
             if activated, let group {
-                groups[group.client] = nil
-                daemon.handle(.clientGone(group.client), cause: "\(name)'s stream could not be set up")
+                host.handle(.clientGone(group), cause: "\(name)'s stream could not be set up")
             }
         }
         let memory: StreamMemory
@@ -251,9 +232,9 @@ final class StreamHub {
             throw ControlError(.cannotStream, error.description)
         }
         if let playback {
-            playback.outputQueueFrames.store(daemon.output?.queuedFrames ?? 0, ordering: .relaxed)
+            playback.outputQueueFrames.store(host.outputQueuedFrames, ordering: .relaxed)
             do {
-                try daemon.audio.attach(pull: playback.voice, to: session)
+                try host.attach(pull: playback.voice, to: session)
             } catch {
                 undo()
                 throw ControlError(.cannotStream, error.description)
@@ -269,21 +250,30 @@ final class StreamHub {
             configuration: configuration,
             memory: memory,
             playback: playback,
-            capture: capture,
-            group: group
+            capture: capture
         )
         entries[id] = entry
-        group?.streams.insert(id)
+        rules.opened(
+            StreamPolicy.Stream(
+                id: id,
+                process: peer.pid,
+                name: name,
+                direction: request.direction,
+                session: session,
+                configuration: configuration,
+                group: group
+            )
+        )
         let opened =
             "\(id) opened by \(name) (pid \(peer.pid), uid \(peer.uid)): \(request.direction) \(configuration), "
             + "\(request.rate) Hz, \(request.channels) ch, \(request.format), \(request.bufferFrames) frames, "
-            + "\(session)"
-        daemon.logger.info("\(opened)")
+            + "\(session) [\(placement.rule)] \(placement.reason)"
+        host.logger.info("\(opened)")
         refresh()
         return entry
     }
 
-    /// Carries out an application's start, pause, resume, stop or prepare; returns the position a prepare
+    /// Carries out an application's start, pause, resume, stop or prepare (R18); returns the position a prepare
     /// continues from.
     func act(_ action: StreamAction, on id: StreamID, for peer: ControlClient) throws(ControlError) -> UInt64? {
         guard let entry = entries[id] else {
@@ -292,26 +282,13 @@ final class StreamHub {
         guard entry.peer.id == peer.id else {
             throw ControlError(.notPermitted, "\(id) belongs to another connection", field: "stream")
         }
-        let who = "\(entry.name) (pid \(entry.peer.pid))"
+        let transport = StreamTransport(action)
+        let ruling = rules.transport(transport, on: id, in: host.policy)
+        if let event = ruling.value {
+            host.handle(event, cause: "\(entry.name) (pid \(entry.peer.pid)) \(transport.verb) \(id) [\(ruling.rule)]")
+        }
         var position: UInt64?
-        switch action {
-        case .start, .resume:
-            entry.started = true
-            // Starting is asking to be heard (or to hear): the policy decides (an interruption may hold it, R6/M4).
-            // For a recorder after an interruption this is the re-activation R9 waits for.
-            let state = daemon.audio.policy.session(entry.session)?.state
-            if state != .playing {
-                daemon.handle(.play(entry.session), cause: "\(who) \(action == .start ? "starts" : "resumes") \(id)")
-            }
-        case .pause:
-            daemon.handle(.pause(entry.session), cause: "\(who) pauses \(id)")
-        case .stop:
-            entry.started = false
-            if !sharesSession(entry) {
-                daemon.handle(.stop(entry.session), cause: "\(who) stops \(id)")
-            }
-        case .prepare:
-            entry.started = false
+        if transport == .prepare {
             position = entry.playback?.prepare() ?? entry.capture?.prepare()
         }
         refresh()
@@ -325,7 +302,7 @@ final class StreamHub {
         end(entry, reason: "closed by \(entry.name)")
     }
 
-    /// A connection closed: its streams end (their sessions as by R10 when they were the last of them).
+    /// A connection closed: its streams end (their sessions as by R10 when they were the last of them, R17).
     func connectionClosed(_ client: ClientID) {
         for entry in entries.values.filter({ $0.peer.id == client }).sorted(by: { $0.id < $1.id }) {
             end(entry, reason: "\(entry.name) (pid \(entry.peer.pid)) disconnected")
@@ -354,81 +331,62 @@ final class StreamHub {
             figures =
                 "; \(capture.overrunFrames.load(ordering: .relaxed)) frames dropped (the client did not read them)"
         }
-        daemon.logger.info("\(entry.id) of \(entry.name) (pid \(entry.peer.pid)) ended: \(reason)\(figures)")
-        if let group = entry.group {
-            group.streams.remove(entry.id)
-            if group.streams.isEmpty {
-                groups[group.client] = nil
-                daemon.handle(.clientGone(group.client), cause: "\(entry.id) of \(entry.name) ended (\(reason))")
-            } else if entry.playback != nil {
-                daemon.audio.removeSound(of: entry.session)
-            }
-        } else if entry.playback != nil {
-            daemon.audio.removeSound(of: entry.session)
+        host.logger.info("\(entry.id) of \(entry.name) (pid \(entry.peer.pid)) ended: \(reason)\(figures)")
+        let ending = rules.close(entry.id)
+        switch ending.value {
+        case .sessionEnds(let group):
+            host.handle(.clientGone(group), cause: "\(entry.id) of \(entry.name) ended (\(reason)) [\(ending.rule)]")
+        case .voiceLeaves(let session):
+            host.removeSound(of: session)
+        case .nothing:
+            break
         }
         refresh()
     }
 
-    private func sharesSession(_ entry: Entry) -> Bool {
-        entries.values.contains { $0.id != entry.id && $0.session == entry.session && $0.started }
+    private func owner(of session: SessionID) -> ControlClient? {
+        guard let record = host.policy.session(session) else { return nil }
+        return entries.values.first { $0.peer.id == record.client }?.peer ?? peer(record.client)
     }
 
-    private func owner(of record: SessionRecord) -> ControlClient? {
-        entries.values.first { $0.peer.id == record.client }?.peer ?? peerLookup(record.client)
-    }
+    // MARK: Rulings become states
 
-    /// Who a connection is (set by the control socket's participant).
-    var peerLookup: (ClientID) -> ControlClient? = { _ in nil }
-
-    // MARK: Decisions become states
-
-    /// Brings every stream's state, silence flag and microphone gate up to date with the policy.
+    /// Brings every stream's state, silence flag and microphone gate up to date with the policy (R19, R20).
     func refresh() {
-        let policy = daemon.audio.policy
+        let policy = host.policy
+        let microphonePresent = router.microphone != nil
         var anyHears = false
         for entry in entries.values {
-            guard let record = policy.session(entry.session) else {
-                entry.memory.setState(.closed)
-                entry.capture?.allowed.store(false, ordering: .relaxed)
+            guard let view = rules.view(of: entry.id, in: policy, microphonePresent: microphonePresent) else {
                 continue
             }
-            let state: StreamMemory.State
-            switch record.state {
-            case .playing: state = entry.started ? .running : .prepared
-            case .paused(.user): state = .paused
-            case .paused: state = .held
-            case .idle, .stopped: state = entry.started ? .held : .prepared
-            }
+            let state = StreamMemory.State(view.state.value)
             if entry.memory.state != state { entry.memory.setState(state) }
-            entry.playback?.counting.store(state == .running, ordering: .relaxed)
-            entry.memory.setFlag(
-                StreamMemory.silencedFlag,
-                record.configuration.category.isSilencedBySwitch && policy.silenceSwitch == .silent
-            )
+            entry.playback?.counting.store(view.moves, ordering: .relaxed)
+            entry.memory.setFlag(StreamMemory.silencedFlag, view.silenced.value)
             if let capture = entry.capture {
-                // The microphone: only while the session plays — active, not interrupted, and (after an
-                // interruption) started again by the application (R9).
-                let allowed = state == .running && router.microphone != nil
-                capture.allowed.store(allowed, ordering: .relaxed)
-                capture.running.store(entry.started, ordering: .relaxed)
-                anyHears = anyHears || allowed
+                capture.allowed.store(view.hearsMicrophone, ordering: .relaxed)
+                capture.running.store(rules.stream(entry.id)?.started ?? false, ordering: .relaxed)
+                anyHears = anyHears || view.hearsMicrophone
             }
         }
         if anyHears != microphoneInUse {
             microphoneInUse = anyHears
             let holders = microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
             let text =
-                anyHears ? "microphone in use: \(holders.joined(separator: ", "))" : "microphone no longer in use"
-            daemon.logger.notice("\(text)")
-            onMicrophoneChanged(anyHears)
+                anyHears
+                ? "microphone in use: \(holders.joined(separator: ", ")) [\(Rule.r20)]"
+                : "microphone no longer in use [\(Rule.r20)]"
+            host.logger.notice("\(text)")
+            microphoneChanged(anyHears)
         }
     }
 
     /// Lets go of what the audio thread released, and says once which streams' clients break the rules.
     func service() {
         router.reap()
-        retiring.removeAll { daemon.audio.mixer.isReleased(pull: Unmanaged.passUnretained($0).toOpaque()) }
-        let queue = daemon.output?.queuedFrames ?? 0
+        retiring.removeAll { host.isReleased(pull: Unmanaged.passUnretained($0).toOpaque()) }
+        let queue = host.outputQueuedFrames
         for entry in entries.values {
             entry.playback?.outputQueueFrames.store(queue, ordering: .relaxed)
             let violations = entry.violations
@@ -436,7 +394,7 @@ final class StreamHub {
                 let text =
                     "\(entry.id) of \(entry.name) (pid \(entry.peer.pid), uid \(entry.peer.uid)) wrote impossible "
                     + "ring counters; hushd ignores them, and only this stream suffers"
-                daemon.logger.warning("\(text)")
+                host.logger.warning("\(text)")
             }
             entry.reportedViolations = violations
         }
@@ -446,4 +404,65 @@ final class StreamHub {
     var microphoneHolders: [Entry] {
         entries.values.filter { $0.capture?.allowed.load(ordering: .relaxed) == true }.sorted { $0.id < $1.id }
     }
+}
+
+extension StreamTransport {
+    init(_ action: StreamAction) {
+        switch action {
+        case .start: self = .start
+        case .pause: self = .pause
+        case .resume: self = .resume
+        case .stop: self = .stop
+        case .prepare: self = .prepare
+        }
+    }
+
+    /// "starts", for the log.
+    var verb: String {
+        switch self {
+        case .start: "starts"
+        case .pause: "pauses"
+        case .resume: "resumes"
+        case .stop: "stops"
+        case .prepare: "prepares"
+        }
+    }
+}
+
+extension StreamMemory.State {
+    /// The wire's value for what the stream rules say the application sees (R19).
+    init(_ state: StreamPolicy.State) {
+        switch state {
+        case .prepared: self = .prepared
+        case .running: self = .running
+        case .held: self = .held
+        case .paused: self = .paused
+        case .closed: self = .closed
+        }
+    }
+}
+
+extension ControlError {
+    /// A stream the rules refused (R17), as the control socket says it.
+    init(_ refusal: StreamPolicy.Refusal) {
+        let code: ControlError.Code =
+            switch refusal.code {
+            case .unknownSession: .unknownSession
+            case .notPermitted: .notPermitted
+            case .cannotStream: .cannotStream
+            }
+        self.init(code, refusal.message, field: refusal.field)
+    }
+}
+
+extension Daemon: StreamHost {
+    var policy: AudioPolicy { audio.policy }
+    var mixerFormat: MixerFormat { audio.engine.format }
+    var outputPeriodFrames: Int? { output?.granted.periodFrames }
+    var outputQueuedFrames: Int { output?.queuedFrames ?? 0 }
+    func attach(pull: VoicePull, to session: SessionID) throws(AudioController.SoundError) {
+        try audio.attach(pull: pull, to: session)
+    }
+    func removeSound(of session: SessionID) { audio.removeSound(of: session) }
+    func isReleased(pull context: UnsafeMutableRawPointer) -> Bool { audio.mixer.isReleased(pull: context) }
 }

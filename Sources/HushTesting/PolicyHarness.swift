@@ -15,6 +15,8 @@ public struct PolicyHarness: Sendable {
     public private(set) var now: Instant
     /// What the last `send` returned.
     public private(set) var last: [Decision] = []
+    /// Applications' streams (R17–R20), as the daemon's stream hub keeps them.
+    public private(set) var streams = StreamPolicy()
 
     public init(
         configuration: PolicyConfiguration = PolicyConfiguration(),
@@ -90,5 +92,81 @@ public struct PolicyHarness: Sendable {
     /// The decisions of the last `send` whose command matches `predicate`.
     public func lastDecisions(where predicate: (Command) -> Bool) -> [Decision] {
         last.filter { predicate($0.command) }
+    }
+
+    // MARK: Applications' streams (R17–R20)
+
+    /// Opens stream `id` as hushd's stream hub does: places it (R17), activates a session of its own when so
+    /// placed (session `100 + id`, for a group client `1000 + id`), and records it.
+    @discardableResult
+    public mutating func openStream(
+        _ id: UInt64,
+        _ direction: StreamDirection,
+        _ bus: Bus,
+        _ category: Category,
+        _ options: CategoryOptions = [],
+        transient: Bool = false,
+        process: Int32 = 500,
+        user: UInt32 = 1000,
+        name: String = "app",
+        session named: UInt64? = nil,
+        sessionOwner: UInt32? = nil
+    ) throws(StreamPolicy.Refusal) -> Ruling<StreamPolicy.Placement> {
+        let configuration = SessionConfiguration(bus: bus, category: category, options: options, transient: transient)
+        let opening = StreamPolicy.Opening(
+            process: process,
+            user: user,
+            name: name,
+            direction: direction,
+            configuration: configuration,
+            session: named.map { SessionID($0) },
+            sessionOwner: sessionOwner
+        )
+        let placement = try streams.place(opening, in: policy)
+        let session: SessionID
+        let group: ClientID?
+        let joined: SessionConfiguration
+        switch placement.value {
+        case .join(let named, let configuration):
+            (session, group, joined) = (named, nil, configuration)
+        case .share(let shared, let partners):
+            (session, group, joined) = (shared, partners, configuration)
+        case .activate(let wanted):
+            (session, group, joined) = (SessionID(100 + id), ClientID(1000 + id), wanted)
+            send(.activate(session, client: group!, wanted))
+        }
+        streams.opened(
+            StreamPolicy.Stream(
+                id: StreamID(id),
+                process: process,
+                name: name,
+                direction: direction,
+                session: session,
+                configuration: joined,
+                group: group
+            )
+        )
+        return placement
+    }
+
+    /// An application's start, pause, resume, stop or prepare on stream `id` (R18), carried out on the policy.
+    @discardableResult
+    public mutating func stream(_ id: UInt64, _ transport: StreamTransport) -> Ruling<PolicyEvent?> {
+        let ruling = streams.transport(transport, on: StreamID(id), in: policy)
+        if let event = ruling.value { send(event) }
+        return ruling
+    }
+
+    /// Closes stream `id` (R17); the session ends when it was its group's last.
+    @discardableResult
+    public mutating func closeStream(_ id: UInt64) -> Ruling<StreamPolicy.Ending> {
+        let ending = streams.close(StreamID(id))
+        if case .sessionEnds(let group) = ending.value { send(.clientGone(group)) }
+        return ending
+    }
+
+    /// What stream `id` shows its application now (R19, R20).
+    public func streamView(_ id: UInt64, microphonePresent: Bool = true) -> StreamPolicy.View? {
+        streams.view(of: StreamID(id), in: policy, microphonePresent: microphonePresent)
     }
 }

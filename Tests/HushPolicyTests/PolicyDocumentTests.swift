@@ -42,6 +42,7 @@ struct PolicyDocumentTests {
         let tests =
             Self.read("Tests/HushPolicyTests/RuleTests.swift")
             + Self.read("Tests/HushPolicyTests/MeetingCaseTests.swift")
+            + Self.read("Tests/HushPolicyTests/StreamRuleTests.swift")
         for rule in Rule.allCases {
             #expect(tests.contains("@Suite(\"\(rule.rawValue) \(rule.title)\")"), "no suite for \(rule)")
         }
