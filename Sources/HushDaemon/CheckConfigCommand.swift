@@ -259,7 +259,7 @@ extension HushdConfiguration {
         ]
     }
 
-    /// What hushd does when a route's own PCM does not open (Daemon.pendingRoute); nothing when every route
+    /// What hushd does when a route's own PCM does not open (OutputRouter.pendingRoute); nothing when every route
     /// plays on `[output] pcm`.
     private var routeAbsence: [String] {
         guard routes.values.contains(where: { $0.pcm != output.pcm }) else { return [] }

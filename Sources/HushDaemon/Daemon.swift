@@ -47,30 +47,10 @@ public final class Daemon {
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
         public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
-            (configuration) throws(HardwareError) in try ALSAPlayback(configuration)
+            (configuration) throws(HardwareError) in try ALSAOutput(configuration)
         }
 
         public init() {}
-    }
-
-    /// A route whose PCM would not open — another program holds it, or its card is missing — so the sound stays
-    /// where it was while hushd tries that PCM again: first after ``PendingRoute/firstRetry``, then at doubling
-    /// intervals up to every ``PendingRoute/longestRetry``, until it opens or another route is chosen.
-    public struct PendingRoute: Sendable {
-        public static let firstRetry = Duration.milliseconds(250)
-        public static let longestRetry = Duration.seconds(2)
-        public var route: Route
-        /// The PCM the route wants.
-        public var pcm: String
-        /// Why the last attempt failed.
-        public var error: HardwareError
-        /// Attempts so far, the first (at the route change) included.
-        public var attempts: Int
-        /// When the route changed.
-        public var since: Instant
-        /// When the PCM is tried next.
-        public var nextAttempt: Instant
-        var interval: Duration
     }
 
     /// A batch of decisions with what caused them, for the console, the log and subscribers.
@@ -86,7 +66,10 @@ public final class Daemon {
     public let logger: Logger
     public let clock: any MonotonicClock
     public let origin: Instant
-    public private(set) var output: AudioOutputThread?
+    /// Where the sound goes: the output device, the audio thread, each route's PCM and its retries.
+    public let router: OutputRouter
+    /// The audio thread, once started.
+    public var output: AudioOutputThread? { router.output }
     /// Hands the microphone (or silence) to applications' capture streams on the audio thread.
     public private(set) var captureRouter: CaptureRouter
     /// The microphone, when `[capture] pcm` is set and opened.
@@ -97,7 +80,7 @@ public final class Daemon {
     /// Why the microphone is not there (for status), when it was configured.
     public private(set) var microphoneProblem: String?
     /// Where the sound goes now: a PCM name, or "file:PATH" for the WAV fallback.
-    public private(set) var outputDescription = "none"
+    public var outputDescription: String { router.description }
     public private(set) var inputs: [InputSource]
     /// Others the loop waits on (control socket, console, ALSA controls, state file, watchdog).
     public var participants: [any LoopParticipant] = []
@@ -113,11 +96,9 @@ public final class Daemon {
     private var lastPolicyTime = Instant.zero
     private var failedSources: Set<String> = []
     /// The PCM the audio thread writes to (or last wrote to, while it is lost).
-    public private(set) var currentPCM: String
+    public var currentPCM: String { router.currentPCM }
     /// The route whose PCM would not open, while it is retried; nil once the sound goes where the route says.
-    public private(set) var pendingRoute: PendingRoute?
-    /// Whether the output has not opened once since start (the log then says it appeared, not that it is back).
-    private var waitingSinceStart = false
+    public var pendingRoute: OutputRouter.PendingRoute? { router.pendingRoute }
 
     public init(setup: Setup, inputs: [InputSource], clock: any MonotonicClock, logger: Logger) {
         self.setup = setup
@@ -125,7 +106,18 @@ public final class Daemon {
         self.clock = clock
         self.logger = logger
         origin = clock.now()
-        currentPCM = setup.output.pcm
+        router = OutputRouter(
+            configuration: OutputRouter.Configuration(
+                output: setup.output,
+                routeOutputs: setup.routeOutputs,
+                fallbackWAV: setup.fallbackWAV,
+                realtimePriority: setup.realtimePriority,
+                idleAfter: setup.idleAfter,
+                openPlayback: setup.openPlayback
+            ),
+            clock: clock,
+            logger: logger
+        )
         audio = AudioController(
             configuration: setup.policy,
             persisted: setup.persisted,
@@ -148,7 +140,7 @@ public final class Daemon {
     /// (the fallback file, the audio thread) stop hushd with a message naming what failed.
     public func start() throws(HardwareError) {
         openMicrophone()
-        try openOutput()
+        try router.start(route: audio.policy.route, engine: audio.engine, periodHook: captureRouter.hook)
         audio.start(at: policyTime())
         for source in inputs {
             do {
@@ -159,49 +151,6 @@ public final class Daemon {
                 report(source, error)
             }
         }
-    }
-
-    /// Opens the output. A PCM that does not open goes to the WAV fallback if there is one; otherwise hushd starts
-    /// without sound and the loop opens the PCM when it appears, as it reopens a lost one (a card whose
-    /// driver comes up after hushd, a USB DAC plugged in later). Failing instead would leave the board without
-    /// its buttons, socket and console, and systemd stops restarting a unit that fails five times in 10 s.
-    private func openOutput() throws(HardwareError) {
-        let configuration = setup.routeOutputs[audio.policy.route] ?? setup.output
-        var device: (any PCMOutput)?
-        do {
-            let playback = try setup.openPlayback(configuration)
-            logger.info("output \(configuration.pcm): \(playback.describeGrant)")
-            device = playback
-            outputDescription = configuration.pcm
-        } catch {
-            if let fallback = setup.fallbackWAV {
-                let file = try WAVFileOutput(path: fallback, configuration: configuration)
-                let hint = file.listeningHint.map { ": \($0)" } ?? ""
-                logger.warning("\(error.description); sound goes to the WAV file \(fallback) instead\(hint)")
-                device = file
-                outputDescription = "file:" + fallback
-            } else {
-                logger.error(
-                    "output: \(error.description); hushd runs without sound and opens \(configuration.pcm) as soon as it appears (tried every 250 ms). If that card should be here now, check [output] pcm against 'aplay -L'"
-                )
-                outputDescription = configuration.pcm
-                waitingSinceStart = true
-            }
-        }
-        currentPCM = configuration.pcm
-        let open = setup.openPlayback
-        let thread = AudioOutputThread(
-            engine: audio.engine,
-            output: device,
-            requested: configuration,
-            priority: setup.realtimePriority,
-            logger: logger,
-            open: { try? open($0) }
-        )
-        thread.periodHook = captureRouter.hook
-        thread.idleAfter = setup.idleAfter
-        output = thread
-        try thread.start()
     }
 
     /// Opens `[capture] pcm` at the mixer's rate and channels. One that does not open is logged and left out:
@@ -276,15 +225,12 @@ public final class Daemon {
     public func service() {
         reportMicrophone()
         audio.service(at: policyTime())
-        output?.service()
-        retryPendingRoute()
-        reportOutput()
+        router.service()
     }
 
     /// Stops the audio thread and closes the device.
     public func shutDown() {
-        output?.stop()
-        output = nil
+        router.stop()
         microphone?.stop()
     }
 
@@ -338,205 +284,19 @@ public final class Daemon {
     private func announce(_ made: [Decision], cause: String, at time: Instant) {
         for decision in made {
             logger.info("[\(decision.rule.rawValue)] \(decision.command) — \(decision.reason) (after: \(cause))")
-            if case .selectRoute(let route) = decision.command { switchOutput(to: route) }
+            if case .selectRoute(let route) = decision.command { router.switchOutput(to: route) }
         }
         let batch = DecisionBatch(decisions: made, cause: cause, time: elapsed(time))
         for sink in decisionSinks { sink(batch) }
     }
 
-    /// A route with a PCM of its own: open it here (not on the audio thread) and hand it over. A PCM that will
-    /// not open leaves the sound where it is and becomes the ``pendingRoute``, tried again from the loop.
-    private func switchOutput(to route: Route) {
-        let configuration = setup.routeOutputs[route] ?? setup.output
-        let pcm = configuration.pcm
-        guard let output, !outputDescription.hasPrefix("file:") else { return }
-        if let pending = pendingRoute, pending.pcm != pcm {
-            pendingRoute = nil
-            logger.notice(
-                "route \(route): hushd stops trying \(pending.pcm) (\(pending.attempts) attempt\(pending.attempts == 1 ? "" : "s") for \(pending.route))"
-            )
-        }
-        guard pcm != currentPCM else { return }
-        let now = clock.now()
-        do {
-            // A route switched back within a few periods finds its PCM still held by hushd itself (below).
-            let device = try openRouteDevice(configuration, output: output, waitWhileBusy: .milliseconds(100))
-            moveOutput(to: device, configuration, route: route, output: output)
-        } catch {
-            let interval = PendingRoute.firstRetry
-            pendingRoute = PendingRoute(
-                route: route,
-                pcm: pcm,
-                error: error,
-                attempts: 1,
-                since: now,
-                nextAttempt: now + interval,
-                interval: interval
-            )
-            logger.error(
-                "route \(route): \(error.description); sound stays on \(currentPCM) and hushd tries \(pcm) again in \(interval.milliseconds) ms, then at most every \(PendingRoute.longestRetry.milliseconds / 1000) s"
-            )
-        }
-    }
-
-    /// Tries the pending route's PCM again if it is due (from the loop, through ``service()``).
-    private func retryPendingRoute() {
-        guard var pending = pendingRoute, let output else { return }
-        let now = clock.now()
-        guard now >= pending.nextAttempt else { return }
-        let configuration = setup.routeOutputs[pending.route] ?? setup.output
-        pending.attempts += 1
-        do {
-            // One attempt, no waiting: the loop serves clients and buttons between attempts.
-            let device = try openRouteDevice(configuration, output: output, waitWhileBusy: .zero)
-            pendingRoute = nil
-            logger.notice(
-                "route \(pending.route): \(pending.pcm) opened at attempt \(pending.attempts), \(Self.seconds(now - pending.since)) after the route changed"
-            )
-            moveOutput(to: device, configuration, route: pending.route, output: output)
-        } catch {
-            if error != pending.error {
-                logger.error(
-                    "route \(pending.route): \(error.description); sound stays on \(currentPCM), hushd keeps trying"
-                )
-            }
-            pending.error = error
-            pending.interval = min(pending.interval * 2, PendingRoute.longestRetry)
-            pending.nextAttempt = now + pending.interval
-            pendingRoute = pending
-        }
-    }
-
-    private func moveOutput(
-        to device: any PCMOutput,
-        _ configuration: PlaybackConfiguration,
-        route: Route,
-        output: AudioOutputThread
-    ) {
-        if output.handOver(device, requested: configuration) {
-            waitingSinceStart = false
-            logger.info("route \(route): output moves to \(configuration.pcm)")
-            currentPCM = configuration.pcm
-            outputDescription = configuration.pcm
-        } else {
-            device.close()
-            logger.error(
-                "route \(route): \(configuration.pcm) granted \(device.describeGrant), unlike the running output; sound stays on \(currentPCM)"
-            )
-        }
-    }
-
-    /// "1.3 s", for the log and the console.
-    static func seconds(_ duration: Duration) -> String {
-        DecimalText.fixed(Double(duration.milliseconds) / 1000, places: 1) + " s"
-    }
-
-    /// Opens a route's PCM. A route switched back within a few periods (an override typed and cleared at once)
-    /// finds its PCM still held by hushd itself: the audio thread passes the old device back at its next period,
-    /// and the control side closes it (`reap`). So that device is closed first, and a busy PCM is tried again
-    /// every 5 ms for up to `waitWhileBusy`.
-    private func openRouteDevice(
-        _ configuration: PlaybackConfiguration,
-        output: AudioOutputThread,
-        waitWhileBusy: Duration
-    ) throws(HardwareError) -> any PCMOutput {
-        let deadline = ContinuousClock.now + waitWhileBusy
-        while true {
-            output.reap()
-            do {
-                return try setup.openPlayback(configuration)
-            } catch {
-                guard error.errno == EBUSY, ContinuousClock.now < deadline else { throw error }
-                usleep(5000)
-            }
-        }
-    }
-
-    private var reported = (underruns: 0, losses: 0, reopenings: 0, refusals: 0)
-    private var refusalLogged = false
-    /// Whether the log last said the output is idle.
-    private var reportedIdle = false
-
-    /// Logs what the audio thread counted since the last look (it never logs itself).
-    private func reportOutput() {
-        guard let counters = output?.counters else { return }
-        let underruns = counters.underruns.load(ordering: .relaxed)
-        let losses = counters.deviceLosses.load(ordering: .relaxed)
-        let reopenings = counters.reopenings.load(ordering: .relaxed)
-        // The gap and render figures cover the time since the last look, which is when the underruns happened.
-        let gap = Duration.nanoseconds(counters.longestGap.exchange(0, ordering: .relaxed))
-        let render = Duration.nanoseconds(counters.longestRender.exchange(0, ordering: .relaxed))
-        if underruns != reported.underruns {
-            let granted = output?.granted ?? setup.output
-            let period = Duration.nanoseconds(granted.periodFrames * 1_000_000_000 / granted.sampleRate)
-            let diagnosis = AudioOutputThread.diagnosis(
-                gap: gap,
-                render: render,
-                period: period,
-                queued: period * granted.periods
-            )
-            logger.warning(
-                "\(currentPCM): \(underruns - reported.underruns) underrun(s) (\(underruns) in all), recovered with a fade-in; \(diagnosis)"
-            )
-        }
-        if losses != reported.losses {
-            logger.error(
-                "\(currentPCM): the output device is gone; retrying every 250 ms, sound resumes when it is back"
-            )
-        }
-        if reopenings != reported.reopenings {
-            if waitingSinceStart {
-                waitingSinceStart = false
-                logger.notice("\(currentPCM): the output device is here; sound starts")
-            } else {
-                logger.notice("\(currentPCM): the output device is back")
-            }
-        }
-        // Once per absence, not every 250 ms: the device keeps being tried, and refused, until it changes.
-        let refusals = counters.refusals.load(ordering: .relaxed)
-        if losses != reported.losses { refusalLogged = false }
-        if refusals != reported.refusals && !refusalLogged {
-            refusalLogged = true
-            let period = counters.refusedPeriodFrames.load(ordering: .relaxed)
-            let granted = output?.granted ?? setup.output
-            logger.error(
-                "\(currentPCM) opened but offered \(period)-frame periods (or another rate or channel count) where hush-renders \(granted.periodFrames) frames at \(granted.sampleRate) Hz, \(granted.channels) ch; it stays closed. Set [output] period_frames = \(period), or use a plughw: PCM"
-            )
-        }
-        reported = (underruns, losses, reopenings, refusals)
-        reportIdle()
-    }
-
-    /// Says when the output goes idle and when it runs again (info: both are ordinary).
-    private func reportIdle() {
-        guard let output, let idleAfter = output.idleAfter, output.isIdle != reportedIdle else { return }
-        reportedIdle.toggle()
-        if reportedIdle {
-            logger.info(
-                "output idle: nothing played for \(Self.seconds(idleAfter)); \(currentPCM) stopped until the next sound"
-            )
-        } else {
-            logger.info("output running: \(currentPCM) started again for a sound")
-        }
-    }
-
     // MARK: Status
 
     /// Counters of the output, for status.
-    public var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) {
-        guard let counters = output?.counters else { return (0, 0, false, 0, false) }
-        return (
-            counters.underruns.load(ordering: .relaxed), counters.deviceLosses.load(ordering: .relaxed),
-            counters.deviceOpen.load(ordering: .relaxed) == 1, counters.periods.load(ordering: .relaxed),
-            counters.idle.load(ordering: .relaxed) == 1
-        )
-    }
+    public var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) { router.counters }
 
     /// The output latency in milliseconds: the periods queued in the device.
-    public var latencyMilliseconds: Double {
-        let granted = output?.granted ?? setup.output
-        return Double(granted.periodFrames * granted.periods) * 1000 / Double(granted.sampleRate)
-    }
+    public var latencyMilliseconds: Double { router.latencyMilliseconds }
 }
 
 /// The input sources as a loop participant.
@@ -549,11 +309,11 @@ private final class InputParticipant: LoopParticipant {
     }
 
     var nextDeadline: Instant? {
-        // A lost output device is reopened from the loop (`Daemon.service()`), 100 ms after the loss, then 250 ms.
-        let reopening = daemon.output?.untilNextReopening.map { daemon.clock.now() + $0 }
+        // A lost output device is reopened from the loop (`Daemon.service()`), 100 ms after the loss, then 250 ms;
+        // a route's PCM that would not open is tried again (OutputRouter).
         let deadlines =
             daemon.inputs.compactMap(\.nextDeadline)
-            + [daemon.audio.nextDeadline, daemon.pendingRoute?.nextAttempt, reopening].compactMap { $0 }
+            + [daemon.audio.nextDeadline, daemon.router.nextDeadline].compactMap { $0 }
         return deadlines.min()
     }
 

@@ -77,22 +77,36 @@ final class DaemonRunner {
             clock: SystemClock(),
             logger: logger
         )
+        // Every exit path leaves through one teardown: what was set up is undone in the reverse order.
+        let teardown = Teardown()
+        defer { teardown.run() }
+        var stopped = false
         // The console first: start-up problems (a busy GPIO line, a missing card) should be on it.
         let console = openConsole(daemon)
+        if let console {
+            teardown.add {
+                if stopped { console.console.print("hushd stopped") }
+                console.console.restoreTerminal()
+            }
+        }
         do {
             try daemon.start()
         } catch {
             logger.critical("cannot start: \(error.description)")
-            console?.console.restoreTerminal()
             return 1
         }
-        if let store { daemon.participants.append(StateParticipant(store: store, daemon: daemon)) }
+        teardown.add { daemon.shutDown() }
+        if let store {
+            daemon.participants.append(StateParticipant(store: store, daemon: daemon))
+            teardown.add { store.flushNow() }
+        }
         let routeSwitches = RouteSwitches(
             switches: configuration.routes.mapValues(\.switches),
             daemon: daemon,
             setter: RouteSwitches.alsa
         )
         let alertLight = openAlertLight(daemon)
+        teardown.add { alertLight?.set(false) }
         if let card = configuration.alsaControlsCard {
             do {
                 let controls = try ALSAVolumeControls(
@@ -111,6 +125,7 @@ final class DaemonRunner {
             }
         }
         let microphoneLight = openIndicator(.micLED, "microphone light")
+        teardown.add { microphoneLight?.set(false) }
         let control: ControlParticipant
         do {
             control = try ControlParticipant(
@@ -121,10 +136,9 @@ final class DaemonRunner {
             )
         } catch {
             logger.critical("cannot open the control socket: \(error)")
-            daemon.shutDown()
-            console?.console.restoreTerminal()
             return 1
         }
+        teardown.add { control.close() }
         daemon.participants.append(control)
         if let console { daemon.participants.append(console) }
         if let interval = notifier.watchdogInterval {
@@ -140,14 +154,8 @@ final class DaemonRunner {
         let status = daemon.run(signals: signals)
         notifier.stopping()
         logger.notice("stopping: closing the socket and the output, saving the state")
-        control.close()
-        store?.flushNow()
-        daemon.shutDown()
-        alertLight?.set(false)
-        microphoneLight?.set(false)
-        _ = routeSwitches
-        console?.console.print("hushd stopped")
-        console?.console.restoreTerminal()
+        stopped = true
+        withExtendedLifetime(routeSwitches) {}
         return status
     }
 
@@ -279,5 +287,18 @@ final class DaemonRunner {
         }
         lines.append("type help for commands")
         return lines
+    }
+}
+
+/// What hushd undoes on its way out, whichever way it leaves: each step is added as the thing it undoes is set up,
+/// and ``run()`` takes them in the reverse order, once (the socket closed before the output stops, the output
+/// stopped before the lights go out, the terminal restored last).
+final class Teardown {
+    private var steps: [() -> Void] = []
+
+    func add(_ step: @escaping () -> Void) { steps.append(step) }
+
+    func run() {
+        while let step = steps.popLast() { step() }
     }
 }

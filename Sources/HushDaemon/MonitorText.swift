@@ -79,7 +79,7 @@ public enum MonitorText {
         if let pending = daemon.pendingRoute {
             lines.append(
                 "waiting for     \(pending.pcm) (\(pending.route)): \(pending.attempts) tries in "
-                    + Daemon.seconds(daemon.clock.now() - pending.since)
+                    + OutputRouter.seconds(daemon.clock.now() - pending.since)
             )
             lines.append("                \(pending.error.message)")
         }

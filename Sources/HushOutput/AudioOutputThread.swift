@@ -17,7 +17,7 @@ public protocol PCMOutput: AnyObject {
     /// What the device granted: the engine renders in this format.
     var granted: PlaybackConfiguration { get }
     /// Queues `frames` frames, blocking until the device takes them.
-    func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult
+    func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult
     /// Lets go of the device now.
     func close()
     /// What was asked and what was granted, for the log.
@@ -26,20 +26,18 @@ public protocol PCMOutput: AnyObject {
     /// Audio thread.
     func halt()
     /// Makes a halted device ready to start at the next writes. Audio thread.
-    func resume() -> ALSAPlayback.WriteResult
+    func resume() -> PCMWriteResult
 }
 
 extension PCMOutput {
     /// A device that needs no stopping (a test's fake): writes simply stop while idle.
     public func halt() {}
-    public func resume() -> ALSAPlayback.WriteResult { .written }
+    public func resume() -> PCMWriteResult { .written }
 
     public var describeGrant: String {
         "granted \(granted.sampleRate) Hz, \(granted.channels) ch, \(granted.format), \(granted.periodFrames)×\(granted.periods)"
     }
 }
-
-extension ALSAPlayback: PCMOutput {}
 
 /// The real-time audio thread: renders the mixer a period at a time and writes it to the device. When nothing has
 /// been heard for ``idleAfter`` it stops the device (keeping it open) and sleeps on an eventfd until the control
@@ -192,7 +190,7 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// Opens the device (so configuration errors surface here, on the control side) and prepares the engine's
     /// format to match what was granted.
-    public convenience init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
+    public convenience init(engine: MixerEngine, playback: ALSAOutput, priority: Int32 = 70, logger: Logger) {
         self.init(engine: engine, output: playback, requested: playback.requested, priority: priority, logger: logger)
     }
 
@@ -207,7 +205,7 @@ public final class AudioOutputThread: @unchecked Sendable {
         requested: PlaybackConfiguration,
         priority: Int32 = 70,
         logger: Logger,
-        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAPlayback($0) }
+        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAOutput($0) }
     ) {
         self.engine = engine
         self.open = open

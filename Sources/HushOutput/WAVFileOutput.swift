@@ -129,7 +129,7 @@ public final class WAVFileOutput: PCMOutput {
         silence.deallocate()
     }
 
-    public func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+    public func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
         guard current >= 0 else { return .gone }
         if paced { waitForPeriod(frames: frames) }
         return append(buffer, frames: frames)
@@ -145,7 +145,7 @@ public final class WAVFileOutput: PCMOutput {
     /// The audio thread wakes: the file gets the silence of the time it was idle (at most what it keeps), so that
     /// its time stays the speaker's time (tests and people measure when sounds start in it), and the pacing
     /// starts afresh.
-    public func resume() -> ALSAPlayback.WriteResult {
+    public func resume() -> PCMWriteResult {
         guard current >= 0 else { return .gone }
         guard haltedAt != 0 else { return .written }
         var now = timespec()
@@ -163,7 +163,7 @@ public final class WAVFileOutput: PCMOutput {
     }
 
     /// Adds `frames` frames to the file(s), rotating when due.
-    private func append(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+    private func append(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
         let bytes = frames * granted.channels * 2
         if rotates && !stopped {
             if currentBytes + bytes > maximumBytes { rotate() }

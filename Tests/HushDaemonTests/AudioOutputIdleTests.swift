@@ -31,7 +31,7 @@ struct AudioOutputIdleTests {
         /// Every sample of the first 8 writes after the first resume.
         let afterWake = KeptWrites(capacity: 8, perWrite: 240 * 2)
 
-        func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+        func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
             if writerTID.load(ordering: .relaxed) == 0 { writerTID.store(Self.threadID(), ordering: .relaxed) }
             if resumes.load(ordering: .relaxed) > 0 { afterWake.keep(buffer) }
             writes.add(1, ordering: .releasing)
@@ -53,7 +53,7 @@ struct AudioOutputIdleTests {
             halts.add(1, ordering: .releasing)
         }
 
-        func resume() -> ALSAPlayback.WriteResult {
+        func resume() -> PCMWriteResult {
             resumes.add(1, ordering: .releasing)
             return .written
         }

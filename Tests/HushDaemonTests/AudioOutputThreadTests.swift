@@ -39,7 +39,7 @@ struct AudioOutputThreadTests {
             self.stall = stall
         }
 
-        func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+        func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
             let count = writes.add(1, ordering: .relaxed).newValue
             if count == stallAt {
                 Thread.sleep(forTimeInterval: stall)
@@ -145,7 +145,7 @@ struct AudioOutputThreadTests {
 
         deinit { firstSamples.deallocate() }
 
-        func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+        func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
             witness.writer.store(Witness.thread(), ordering: .relaxed)
             let count = writes.add(1, ordering: .relaxed).newValue
             if count <= 64 { firstSamples[count - 1] = buffer.load(as: Float.self) }
@@ -283,7 +283,7 @@ struct AudioOutputThreadTests {
         let writes = Atomic<Int>(0)
         let closed = Atomic<Bool>(false)
 
-        func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+        func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
             kept.keep(buffer)
             writes.add(1, ordering: .releasing)
             usleep(useconds_t(granted.periodFrames * 1_000_000 / granted.sampleRate))

@@ -76,7 +76,7 @@ struct PendingRouteTests {
         let closed = Atomic<Bool>(false)
         init(_ configuration: PlaybackConfiguration) { granted = configuration }
 
-        func write(_ buffer: UnsafeRawPointer, frames: Int) -> ALSAPlayback.WriteResult {
+        func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
             writes.add(1, ordering: .relaxed)
             usleep(UInt32(frames * 1_000_000 / granted.sampleRate))
             return .written
