@@ -45,18 +45,6 @@ public final class ALSAPlayback {
     public let requested: PlaybackConfiguration
     private var pcm: OpaquePointer?
 
-    /// The outcome of one write.
-    public enum WriteResult: Equatable, Sendable {
-        /// Every frame was queued.
-        case written
-        /// The device underran or was suspended; it has been recovered, this period is lost.
-        case recovered
-        /// The device is gone (unplugged, unbound); close it and retry opening later.
-        case gone
-        /// Another error that recovery did not fix (code is the negative errno).
-        case failed(Int32)
-    }
-
     /// Opens `configuration.pcm` and negotiates the nearest setup the device accepts.
     public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
         requested = configuration
@@ -98,7 +86,7 @@ public final class ALSAPlayback {
     public var frameBytes: Int { granted.channels * granted.format.bytesPerSample }
 
     /// Queues `frames` frames from `buffer`, blocking until the device takes them.
-    public func write(_ buffer: UnsafeRawPointer, frames: Int) -> WriteResult {
+    public func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
         guard let pcm else { return .gone }
         var offset = 0
         while offset < frames {
@@ -126,7 +114,7 @@ public final class ALSAPlayback {
     }
 
     /// Makes a halted device ready again: it starts when the next writes have filled its buffer.
-    public func resume() -> WriteResult {
+    public func resume() -> PCMWriteResult {
         guard let pcm else { return .gone }
         let result = snd_pcm_prepare(pcm)
         if result == 0 { return .written }

@@ -118,18 +118,31 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// A command with the rule that produced it and a reason a person can read.
-public struct Decision: Hashable, Sendable, CustomStringConvertible {
-    public var command: Command
+/// A command with the rule that produced it and a reason a person can read:
+/// "[R1 silence-switch] set session 2 gain -inf dB over 20 ms — silence switch on silences ambient sound".
+public typealias Decision = Ruling<Command>
+
+extension Ruling where Value == Command {
+    /// What the policy orders.
+    public var command: Command {
+        get { value }
+        set { value = newValue }
+    }
+}
+
+/// A value the policy settled — a command, a stream's state, whether it hears the microphone — with the rule that
+/// settled it and a reason a person can read.
+public struct Ruling<Value: Hashable & Sendable>: Hashable, Sendable, CustomStringConvertible {
+    public var value: Value
     public var rule: Rule
     public var reason: String
 
-    public init(_ command: Command, rule: Rule, reason: String) {
-        self.command = command
+    public init(_ value: Value, rule: Rule, reason: String) {
+        self.value = value
         self.rule = rule
         self.reason = reason
     }
 
-    /// "[R1 silence-switch] set session 2 gain -inf dB over 20 ms — silence switch on silences ambient sound"
-    public var description: String { "[\(rule)] \(command) — \(reason)" }
+    /// "[R19 stream-state] held — session 3 is interrupted (R6): hushd holds the stream, position kept"
+    public var description: String { "[\(rule)] \(value) — \(reason)" }
 }

@@ -43,3 +43,15 @@ public protocol OutputLine: AnyObject {
     var name: String { get }
     func set(_ active: Bool) throws(HardwareError)
 }
+
+/// What a write to an output device came to (an ALSA PCM, the WAV fallback, a test's device).
+public enum PCMWriteResult: Equatable, Sendable {
+    /// Every frame was queued.
+    case written
+    /// The device underran or was suspended; it has been recovered, this period is lost.
+    case recovered
+    /// The device is gone (unplugged, unbound); close it and retry opening later.
+    case gone
+    /// Another error that recovery did not fix (code is the negative errno).
+    case failed(Int32)
+}

@@ -28,6 +28,22 @@ public struct StreamID: RawRepresentable, Hashable, Sendable, Comparable, Custom
 }
 
 /// Which way a stream's frames go.
+/// What a `stream` request does to an open stream; each is the ALSA call the plugin forwards.
+public enum StreamAction: String, Hashable, Sendable, CaseIterable, Codable, CustomStringConvertible {
+    /// snd_pcm_start: frames start to move at the real rate.
+    case start
+    /// snd_pcm_pause(1): frames stop moving; the position is kept.
+    case pause
+    /// snd_pcm_pause(0): frames move again from where they stopped.
+    case resume
+    /// snd_pcm_drop: frames stop at once; what the ring holds is dropped.
+    case stop
+    /// snd_pcm_prepare: ready to start again (after `stop`, or to recover from an xrun).
+    case prepare
+
+    public var description: String { rawValue }
+}
+
 public enum StreamDirection: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// The application plays: frames go from it to a bus.
     case playback

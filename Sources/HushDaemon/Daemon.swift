@@ -47,7 +47,7 @@ public final class Daemon {
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
         public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
-            (configuration) throws(HardwareError) in try ALSAOutput(configuration)
+            (configuration) throws(HardwareError) in try ALSAPlayback(configuration)
         }
 
         public init() {}

@@ -282,13 +282,12 @@ final class StreamHub {
         guard entry.peer.id == peer.id else {
             throw ControlError(.notPermitted, "\(id) belongs to another connection", field: "stream")
         }
-        let transport = StreamTransport(action)
-        let ruling = rules.transport(transport, on: id, in: host.policy)
+        let ruling = rules.transport(action, on: id, in: host.policy)
         if let event = ruling.value {
-            host.handle(event, cause: "\(entry.name) (pid \(entry.peer.pid)) \(transport.verb) \(id) [\(ruling.rule)]")
+            host.handle(event, cause: "\(entry.name) (pid \(entry.peer.pid)) \(action.verb) \(id) [\(ruling.rule)]")
         }
         var position: UInt64?
-        if transport == .prepare {
+        if action == .prepare {
             position = entry.playback?.prepare() ?? entry.capture?.prepare()
         }
         refresh()
@@ -406,17 +405,7 @@ final class StreamHub {
     }
 }
 
-extension StreamTransport {
-    init(_ action: StreamAction) {
-        switch action {
-        case .start: self = .start
-        case .pause: self = .pause
-        case .resume: self = .resume
-        case .stop: self = .stop
-        case .prepare: self = .prepare
-        }
-    }
-
+extension StreamAction {
     /// "starts", for the log.
     var verb: String {
         switch self {

@@ -39,6 +39,8 @@ extension PCMOutput {
     }
 }
 
+extension ALSAPlayback: PCMOutput {}
+
 /// The real-time audio thread: renders the mixer a period at a time and writes it to the device. When nothing has
 /// been heard for ``idleAfter`` it stops the device (keeping it open) and sleeps on an eventfd until the control
 /// side has something for it (``wake()``): no wake-ups at all while idle. The first sound after idle restarts the
@@ -190,7 +192,7 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// Opens the device (so configuration errors surface here, on the control side) and prepares the engine's
     /// format to match what was granted.
-    public convenience init(engine: MixerEngine, playback: ALSAOutput, priority: Int32 = 70, logger: Logger) {
+    public convenience init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
         self.init(engine: engine, output: playback, requested: playback.requested, priority: priority, logger: logger)
     }
 
@@ -205,7 +207,7 @@ public final class AudioOutputThread: @unchecked Sendable {
         requested: PlaybackConfiguration,
         priority: Int32 = 70,
         logger: Logger,
-        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAOutput($0) }
+        open: @escaping @Sendable (PlaybackConfiguration) -> (any PCMOutput)? = { try? ALSAPlayback($0) }
     ) {
         self.engine = engine
         self.open = open

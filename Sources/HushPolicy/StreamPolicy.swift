@@ -278,7 +278,7 @@ public struct StreamPolicy: Sendable {
     /// What the application's start, pause, resume, stop or prepare asks of the session: the event for the
     /// policy, or nil when the session need not change.
     public mutating func transport(
-        _ transport: StreamTransport,
+        _ transport: StreamAction,
         on id: StreamID,
         in policy: AudioPolicy
     ) -> Ruling<PolicyEvent?> {
@@ -396,26 +396,4 @@ public struct StreamPolicy: Sendable {
         }
         return Ruling(true, rule: .r20, reason: "\(session) plays and the application started the stream")
     }
-}
-
-/// An application's transport request on a stream (`snd_pcm_start`, `snd_pcm_pause`, `snd_pcm_drop`,
-/// `snd_pcm_prepare`).
-public enum StreamTransport: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
-    case start, pause, resume, stop, prepare
-    public var description: String { rawValue }
-}
-
-/// A value the policy settled, with the rule that settled it and a reason a person can read.
-public struct Ruling<Value: Hashable & Sendable>: Hashable, Sendable, CustomStringConvertible {
-    public var value: Value
-    public var rule: Rule
-    public var reason: String
-
-    public init(_ value: Value, rule: Rule, reason: String) {
-        self.value = value
-        self.rule = rule
-        self.reason = reason
-    }
-
-    public var description: String { "[\(rule)] \(value) — \(reason)" }
 }

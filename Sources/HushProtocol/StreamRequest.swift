@@ -91,22 +91,6 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// What a `stream` request does to an open stream; each is the ALSA call the plugin forwards.
-public enum StreamAction: String, Hashable, Sendable, CaseIterable, Codable, CustomStringConvertible {
-    /// snd_pcm_start: frames start to move at the real rate.
-    case start
-    /// snd_pcm_pause(1): frames stop moving; the position is kept.
-    case pause
-    /// snd_pcm_pause(0): frames move again from where they stopped.
-    case resume
-    /// snd_pcm_drop: frames stop at once; what the ring holds is dropped.
-    case stop
-    /// snd_pcm_prepare: ready to start again (after `stop`, or to recover from an xrun).
-    case prepare
-
-    public var description: String { rawValue }
-}
-
 /// The stream `open-stream` made, as its reply carries it; the descriptors come with the same line.
 public struct StreamReport: Codable, Hashable, Sendable {
     /// The stream's id, for `stream` and `close-stream`, status and the log.

@@ -24,7 +24,7 @@ package enum PlayCommand {
             if let period = options["--period"] { output.periodFrames = try CommandError.periodFrames(period) }
             let priority = Int32(options["--priority"] ?? "70") ?? 70
             let scenario = try Scenario.load(scenarioPath)
-            let playback = try ALSAOutput(
+            let playback = try ALSAPlayback(
                 PlaybackConfiguration(
                     pcm: pcm,
                     sampleRate: output.sampleRate,

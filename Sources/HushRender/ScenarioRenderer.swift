@@ -163,7 +163,7 @@ public final class ScenarioRenderer {
     ///
     /// The scenario's clock is the system's monotonic clock from the moment the thread starts.
     public func play(
-        on playback: ALSAOutput,
+        on playback: ALSAPlayback,
         priority: Int32,
         logger: Logger
     ) throws(RenderError)

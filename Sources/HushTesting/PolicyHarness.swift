@@ -151,7 +151,7 @@ public struct PolicyHarness: Sendable {
 
     /// An application's start, pause, resume, stop or prepare on stream `id` (R18), carried out on the policy.
     @discardableResult
-    public mutating func stream(_ id: UInt64, _ transport: StreamTransport) -> Ruling<PolicyEvent?> {
+    public mutating func stream(_ id: UInt64, _ transport: StreamAction) -> Ruling<PolicyEvent?> {
         let ruling = streams.transport(transport, on: StreamID(id), in: policy)
         if let event = ruling.value { send(event) }
         return ruling
