@@ -1,9 +1,5 @@
 import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushCore
-import HushOutput
-import HushRender
 import HushSystem
 
 #if canImport(Glibc)

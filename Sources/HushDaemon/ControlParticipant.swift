@@ -1,12 +1,7 @@
-import HushALSA
 import HushConfiguration
-import HushConsole
 import HushControlServer
 import HushCore
-import HushOutput
-import HushPolicy
 import HushProtocol
-import HushRender
 import HushSystem
 import Logging
 

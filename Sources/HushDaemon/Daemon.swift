@@ -1,12 +1,8 @@
 import HushALSA
-import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushCore
 import HushMixer
 import HushOutput
 import HushPolicy
-import HushRender
 import HushStreams
 import HushSystem
 import Logging

@@ -1,15 +1,11 @@
 import FoundationEssentials
 import HushALSA
-import HushAudioFile
 import HushConfiguration
 import HushConsole
-import HushControlServer
 import HushCore
 import HushGPIO
 import HushInput
 import HushOutput
-import HushPolicy
-import HushRender
 import HushSystem
 import Logging
 

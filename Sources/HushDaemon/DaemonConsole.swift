@@ -1,10 +1,6 @@
-import HushConfiguration
 import HushConsole
-import HushControlServer
 import HushCore
-import HushOutput
 import HushPolicy
-import HushRender
 import HushSystem
 import Logging
 

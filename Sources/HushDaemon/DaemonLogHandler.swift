@@ -1,9 +1,3 @@
-import HushConfiguration
-import HushConsole
-import HushControlServer
-import HushOutput
-import HushRender
-import HushSystem
 import Logging
 
 #if canImport(Glibc)

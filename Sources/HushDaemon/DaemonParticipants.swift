@@ -1,11 +1,6 @@
 import HushALSA
 import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushCore
-import HushOutput
-import HushPolicy
-import HushRender
 import HushSystem
 import Logging
 

@@ -1,13 +1,9 @@
 import ArgumentParser
 import HushALSA
 import HushAudioFile
-import HushConfiguration
 import HushConsole
-import HushControlServer
 import HushCore
 import HushGPIO
-import HushOutput
-import HushPolicy
 import HushRender
 import HushSystem
 

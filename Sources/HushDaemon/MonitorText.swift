@@ -1,12 +1,6 @@
-import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushCore
 import HushOutput
-import HushPolicy
 import HushProtocol
-import HushRender
-import HushSystem
 
 /// What the person at the serial console reads: decisions as they happen and a one-line status, in lines that
 /// fit 80 columns on a dumb terminal (plain ASCII punctuation but for the reason's dash, no colours).
