@@ -7,12 +7,12 @@ import Glibc
 
 /// An open ALSA capture device: the capture side of snd-aloop in the virtual board's tests, and the source of a
 /// live input voice (mpd or librespot playing into a loopback).
-public final class ALSACapture {
-    public let granted: PlaybackConfiguration
+package final class ALSACapture {
+    package let granted: PlaybackConfiguration
     private let pcm: OpaquePointer
 
     /// Opens `configuration.pcm` for capture with the nearest setup it accepts.
-    public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
+    package init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
         (pcm, granted) = try ALSAPlayback.open(configuration, capture: true)
         _ = snd_pcm_prepare(pcm)
     }
@@ -21,7 +21,7 @@ public final class ALSACapture {
 
     /// Reads exactly `frames` frames into `buffer` (blocking), recovering from overruns; returns the frames read
     /// before an unrecoverable error.
-    public func read(into buffer: UnsafeMutableRawPointer, frames: Int) -> Int {
+    package func read(into buffer: UnsafeMutableRawPointer, frames: Int) -> Int {
         let frameBytes = granted.channels * granted.format.bytesPerSample
         var offset = 0
         while offset < frames {

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The ALSA control interface an element lives on.
-public enum ALSAControlInterface: String, Hashable, Sendable, CaseIterable {
+package enum ALSAControlInterface: String, Hashable, Sendable, CaseIterable {
     case card, mixer, pcm
 
     var raw: snd_ctl_elem_iface_t {
@@ -25,11 +25,11 @@ public enum ALSAControlInterface: String, Hashable, Sendable, CaseIterable {
 
 /// Names one control element: its name, interface and index ("Headphone Jack", CARD, 0).
 public struct ALSAElementName: Hashable, Sendable, CustomStringConvertible {
-    public var name: String
-    public var interface: ALSAControlInterface
-    public var index: UInt32
+    package var name: String
+    package var interface: ALSAControlInterface
+    package var index: UInt32
 
-    public init(_ name: String, interface: ALSAControlInterface = .card, index: UInt32 = 0) {
+    package init(_ name: String, interface: ALSAControlInterface = .card, index: UInt32 = 0) {
         self.name = name
         self.interface = interface
         self.index = index

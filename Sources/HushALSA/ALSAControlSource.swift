@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// What an ALSA control element means to hush.
-public enum ALSAControlRole: String, Hashable, Sendable {
+package enum ALSAControlRole: String, Hashable, Sendable {
     /// On = headphones plugged ("Headphone Jack").
     case headphoneJack
     /// On = silent.
@@ -27,13 +27,13 @@ public enum ALSAControlRole: String, Hashable, Sendable {
 /// Where a control input is: a card and an element.
 public struct ALSAControlConfiguration: Hashable, Sendable {
     /// The card: an index ("0"), an id ("Loopback", "sndrpihifiberry") or "hw:…".
-    public var card: String
-    public var element: ALSAElementName
-    public var role: ALSAControlRole
+    package var card: String
+    package var element: ALSAElementName
+    package var role: ALSAControlRole
     /// How long to wait between attempts to reopen a card that went away.
-    public var retryInterval: Duration
+    package var retryInterval: Duration
 
-    public init(
+    package init(
         card: String,
         element: ALSAElementName = ALSAElementName("Headphone Jack"),
         role: ALSAControlRole = .headphoneJack,
@@ -52,9 +52,9 @@ public struct ALSAControlConfiguration: Hashable, Sendable {
 /// When the element is removed it says so and waits for it to be added again; when the card goes away (a USB
 /// DAC unplugged, a driver unbound) it closes, retries every `retryInterval`, and reports the value again once
 /// the card is back.
-public final class ALSAControlSource: InputSource {
-    public let configuration: ALSAControlConfiguration
-    public private(set) var name: String
+package final class ALSAControlSource: InputSource {
+    package let configuration: ALSAControlConfiguration
+    package private(set) var name: String
     private var control: ControlHandle?
     private var numid: UInt32?
     private var lastValue: Bool?
@@ -64,7 +64,7 @@ public final class ALSAControlSource: InputSource {
 
     /// Opens the card and finds the element. A card that is not there (yet) is waited for, as one that went away;
     /// throws when the card is there without the element, naming the elements it has, or cannot be opened.
-    public init(_ configuration: ALSAControlConfiguration, logger: Logger) throws(HardwareError) {
+    package init(_ configuration: ALSAControlConfiguration, logger: Logger) throws(HardwareError) {
         self.configuration = configuration
         self.logger = logger
         var event: OpaquePointer?
@@ -110,18 +110,18 @@ public final class ALSAControlSource: InputSource {
 
     deinit { snd_ctl_event_free(event) }
 
-    public var pollDescriptor: Int32? { control?.pollDescriptor() }
+    package var pollDescriptor: Int32? { control?.pollDescriptor() }
 
-    public var nextDeadline: Instant? { retryAt }
+    package var nextDeadline: Instant? { retryAt }
 
-    public func currentState(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
+    package func currentState(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         guard let control, let numid else { return [] }
         let value = try control.readBoolean(numid: numid)
         lastValue = value
         return [TimedInputEvent(configuration.role.event(on: value), at: now)]
     }
 
-    public func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
+    package func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         guard let control else { return reopen(now: now) }
         var out: [TimedInputEvent] = []
         while true {

@@ -8,14 +8,14 @@ import Glibc
 /// What hush asks of a playback device.
 public struct PlaybackConfiguration: Hashable, Sendable {
     /// An ALSA PCM name: "default", "hw:CARD=sndrpihifiberry,DEV=0", "plughw:0", or one from an asound.conf.
-    public var pcm: String
-    public var sampleRate: Int
-    public var channels: Int
-    public var format: SampleFormat
-    public var periodFrames: Int
-    public var periods: Int
+    package var pcm: String
+    package var sampleRate: Int
+    package var channels: Int
+    package var format: SampleFormat
+    package var periodFrames: Int
+    package var periods: Int
 
-    public init(
+    package init(
         pcm: String = "default",
         sampleRate: Int = 48000,
         channels: Int = 2,
@@ -31,7 +31,7 @@ public struct PlaybackConfiguration: Hashable, Sendable {
         self.periods = periods
     }
 
-    public var description: String {
+    package var description: String {
         "\(pcm): \(sampleRate) Hz, \(channels) ch, \(format), \(periodFrames)-frame periods × \(periods)"
     }
 }
@@ -39,14 +39,14 @@ public struct PlaybackConfiguration: Hashable, Sendable {
 /// An open ALSA playback device (`snd_pcm_t`), set up as near to the configuration as the device allows.
 ///
 /// - Important: after `init`, `write` and `recover` are called from the audio thread only.
-public final class ALSAPlayback {
+package final class ALSAPlayback {
     /// What the device granted (it may differ from what was asked: see ``describeGrant``).
-    public let granted: PlaybackConfiguration
-    public let requested: PlaybackConfiguration
+    package let granted: PlaybackConfiguration
+    package let requested: PlaybackConfiguration
     private var pcm: OpaquePointer?
 
     /// Opens `configuration.pcm` and negotiates the nearest setup the device accepts.
-    public init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
+    package init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
         requested = configuration
         let (handle, granted) = try Self.open(configuration, capture: false)
         pcm = handle
@@ -68,14 +68,14 @@ public final class ALSAPlayback {
     /// Closes the device now, whoever still holds this object: a removed card (an unbound driver, an unplugged USB
     /// DAC) is freed by the kernel only when its last handle closes, and only then can it come back. Later writes
     /// report `.gone`.
-    public func close() {
+    package func close() {
         guard let pcm else { return }
         snd_pcm_close(pcm)
         self.pcm = nil
     }
 
     /// "asked 48000 Hz, 2 ch, S16_LE, 64×3; granted 48000 Hz, 2 ch, S16_LE, 64×3" — for the log.
-    public var describeGrant: String {
+    package var describeGrant: String {
         func short(_ c: PlaybackConfiguration) -> String {
             "\(c.sampleRate) Hz, \(c.channels) ch, \(c.format), \(c.periodFrames)×\(c.periods)"
         }
@@ -83,10 +83,10 @@ public final class ALSAPlayback {
     }
 
     /// Bytes per frame in the granted format.
-    public var frameBytes: Int { granted.channels * granted.format.bytesPerSample }
+    package var frameBytes: Int { granted.channels * granted.format.bytesPerSample }
 
     /// Queues `frames` frames from `buffer`, blocking until the device takes them.
-    public func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
+    package func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
         guard let pcm else { return .gone }
         var offset = 0
         while offset < frames {
@@ -108,13 +108,13 @@ public final class ALSAPlayback {
 
     /// Stops the device at once, dropping what is queued, and keeps it open (the card stays hushd's, its setup
     /// stays made): the audio thread going idle after nothing but silence was queued.
-    public func halt() {
+    package func halt() {
         guard let pcm else { return }
         snd_pcm_drop(pcm)
     }
 
     /// Makes a halted device ready again: it starts when the next writes have filled its buffer.
-    public func resume() -> PCMWriteResult {
+    package func resume() -> PCMWriteResult {
         guard let pcm else { return .gone }
         let result = snd_pcm_prepare(pcm)
         if result == 0 { return .written }
@@ -122,7 +122,7 @@ public final class ALSAPlayback {
     }
 
     /// Frames queued and not yet played (the output latency now), or nil when the device cannot say.
-    public func queuedFrames() -> Int? {
+    package func queuedFrames() -> Int? {
         guard let pcm else { return nil }
         var available: snd_pcm_sframes_t = 0
         var delay: snd_pcm_sframes_t = 0

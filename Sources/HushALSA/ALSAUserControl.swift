@@ -9,8 +9,8 @@ import Glibc
 ///
 /// The virtual board also uses it to stand in for a codec's "Headphone Jack". The control stays on the card until
 /// ``remove()``; adding one that already exists replaces it (a restarted hushd takes over its old controls).
-public final class ALSAUserControl {
-    public let element: ALSAElementName
+package final class ALSAUserControl {
+    package let element: ALSAElementName
     private let control: ControlHandle
     private let numid: UInt32
 
@@ -19,7 +19,7 @@ public final class ALSAUserControl {
     /// The kernel locks a new user control to the handle that added it: only this object can write it (a codec's
     /// "Headphone Jack" is read-only to others too). `writableByOthers` gives that lock up, as for a codec's mixer
     /// switch that other programs — hushd's routes, amixer — set.
-    public init(
+    package init(
         card: String,
         element: ALSAElementName,
         initial: Bool = false,
@@ -72,13 +72,13 @@ public final class ALSAUserControl {
     }
 
     /// Sets the control's value; subscribers see a value event.
-    public func set(_ on: Bool) throws(HardwareError) { try control.writeBoolean(numid: numid, on) }
+    package func set(_ on: Bool) throws(HardwareError) { try control.writeBoolean(numid: numid, on) }
 
     /// The control's value.
-    public func get() throws(HardwareError) -> Bool { try control.readBoolean(numid: numid) }
+    package func get() throws(HardwareError) -> Bool { try control.readBoolean(numid: numid) }
 
     /// Removes the control from the card.
-    public func remove() throws(HardwareError) {
+    package func remove() throws(HardwareError) {
         var id: OpaquePointer?
         snd_ctl_elem_id_malloc(&id)
         defer { snd_ctl_elem_id_free(id) }

@@ -11,39 +11,39 @@ import Glibc
 /// The daemon hands it to the policy as `PolicyEvent.setVolume(kind, step)`, as if a person had pressed the
 /// buttons until the volume got there, and then writes the policy's answer back with
 /// ``ALSAVolumeControls/set(_:_:)`` (the policy may cap or refuse the value).
-public struct VolumeControlChange: Hashable, Sendable, CustomStringConvertible {
-    public var kind: VolumeKind
-    public var step: VolumeStep
+package struct VolumeControlChange: Hashable, Sendable, CustomStringConvertible {
+    package var kind: VolumeKind
+    package var step: VolumeStep
     /// When hush read the change (the kernel does not timestamp control events).
-    public var time: Instant
+    package var time: Instant
 
-    public init(_ kind: VolumeKind, _ step: VolumeStep, at time: Instant) {
+    package init(_ kind: VolumeKind, _ step: VolumeStep, at time: Instant) {
         self.kind = kind
         self.step = step
         self.time = time
     }
 
-    public var description: String { "\(time) \(kind) volume set to \(step) on the mixer control" }
+    package var description: String { "\(time) \(kind) volume set to \(step) on the mixer control" }
 }
 
 /// What hush's controls show: the current system volume (of the current route), the ringer volume, the switch.
-public struct HushControlValues: Hashable, Sendable, CustomStringConvertible {
-    public var system: VolumeStep
-    public var ringer: VolumeStep
-    public var silent: Bool
+package struct HushControlValues: Hashable, Sendable, CustomStringConvertible {
+    package var system: VolumeStep
+    package var ringer: VolumeStep
+    package var silent: Bool
 
-    public init(system: VolumeStep, ringer: VolumeStep, silent: Bool) {
+    package init(system: VolumeStep, ringer: VolumeStep, silent: Bool) {
         self.system = system
         self.ringer = ringer
         self.silent = silent
     }
 
-    public subscript(kind: VolumeKind) -> VolumeStep {
+    package subscript(kind: VolumeKind) -> VolumeStep {
         get { kind == .system ? system : ringer }
         set { if kind == .system { system = newValue } else { ringer = newValue } }
     }
 
-    public var description: String {
+    package var description: String {
         "system \(system.rawValue), ringer \(ringer.rawValue), silence switch \(silent ? "on" : "off")"
     }
 }
@@ -73,18 +73,18 @@ public struct HushControlValues: Hashable, Sendable, CustomStringConvertible {
 /// is back.
 ///
 /// - Important: Not thread-safe: one owner (hushd's loop) calls it.
-public final class ALSAVolumeControls {
-    public static let systemElement = ALSAElementName("Hush System Playback Volume", interface: .mixer)
-    public static let ringerElement = ALSAElementName("Hush Ringer Playback Volume", interface: .mixer)
-    public static let silenceElement = ALSAElementName("Hush Silence Switch", interface: .mixer)
+package final class ALSAVolumeControls {
+    package static let systemElement = ALSAElementName("Hush System Playback Volume", interface: .mixer)
+    package static let ringerElement = ALSAElementName("Hush Ringer Playback Volume", interface: .mixer)
+    package static let silenceElement = ALSAElementName("Hush Silence Switch", interface: .mixer)
 
     /// The card as configured: an index, an id or "hw:…".
-    public let card: String
-    public let retryInterval: Duration
+    package let card: String
+    package let retryInterval: Duration
     /// "card 0 'Loopback' hush controls", for logs.
-    public private(set) var name: String
+    package private(set) var name: String
     /// What the controls show, or will show once the card is back.
-    public private(set) var values: HushControlValues
+    package private(set) var values: HushControlValues
 
     private let decibelScale: [UInt32]
     private var attached: AttachedControls?
@@ -99,7 +99,7 @@ public final class ALSAVolumeControls {
     /// on user controls; another running hushd holds them).
     /// - Parameter curve: the volume curve hush applies; the controls carry it as their dB scale, so
     ///   `amixer` and `alsamixer` show each step's level in dB.
-    public init(
+    package init(
         card: String,
         values: HushControlValues,
         curve: VolumeCurve = .default,
@@ -142,18 +142,18 @@ public final class ALSAVolumeControls {
     deinit { snd_ctl_event_free(event) }
 
     /// Readable when control events are pending (including the card going away); nil while the card is gone.
-    public var pollDescriptor: Int32? { attached?.control.pollDescriptor() }
+    package var pollDescriptor: Int32? { attached?.control.pollDescriptor() }
 
     /// When ``readChanges(now:)`` must run to retry a card that went away.
-    public var nextDeadline: Instant? { retryAt }
+    package var nextDeadline: Instant? { retryAt }
 
     /// Whether the controls are on the card now.
-    public var isPresent: Bool { attached != nil }
+    package var isPresent: Bool { attached != nil }
 
     /// Shows `step` as the `kind` volume. While the card is gone the value is kept for when it returns.
     ///
     /// Throws when the card refuses the write for another reason than being gone.
-    public func set(_ kind: VolumeKind, _ step: VolumeStep) throws(HardwareError) {
+    package func set(_ kind: VolumeKind, _ step: VolumeStep) throws(HardwareError) {
         values[kind] = step
         guard let attached else { return }
         let slot: Slot = kind == .system ? .system : .ringer
@@ -163,7 +163,7 @@ public final class ALSAVolumeControls {
     }
 
     /// Shows the silence switch's position.
-    public func setSilence(_ silent: Bool) throws(HardwareError) {
+    package func setSilence(_ silent: Bool) throws(HardwareError) {
         values.silent = silent
         guard let attached, attached.shown[.silence] != (silent ? 1 : 0) else { return }
         attached.shown[.silence] = silent ? 1 : 0
@@ -173,7 +173,7 @@ public final class ALSAVolumeControls {
     /// The volumes others set since the last call, in order; also notices the card going and coming back.
     ///
     /// Never throws: a card that fails is treated as gone and retried, and logged.
-    public func readChanges(now: Instant) -> [VolumeControlChange] {
+    package func readChanges(now: Instant) -> [VolumeControlChange] {
         guard let attached else {
             reopen(now: now)
             return []
@@ -230,7 +230,7 @@ public final class ALSAVolumeControls {
     }
 
     /// Removes the controls from the card (at shutdown: controls nobody serves would mislead).
-    public func remove() {
+    package func remove() {
         guard let attached else { return }
         for slot in Slot.allCases {
             guard let numid = attached.numids[slot] else { continue }
@@ -461,29 +461,29 @@ public final class ALSAVolumeControls {
 ///
 /// The virtual-board checks use it to play the part of another program; a board tool could use it to set a
 /// codec's switches.
-public final class ALSAElementClient {
+package final class ALSAElementClient {
     /// What `amixer cget` prints in its first lines.
-    public struct Info: Hashable, Sendable {
-        public var numid: UInt32
-        public var isBoolean: Bool
-        public var isInteger: Bool
-        public var minimum: Int
-        public var maximum: Int
-        public var isWritable: Bool
+    package struct Info: Hashable, Sendable {
+        package var numid: UInt32
+        package var isBoolean: Bool
+        package var isInteger: Bool
+        package var minimum: Int
+        package var maximum: Int
+        package var isWritable: Bool
         /// The process holding the element's lock, when a handle other than this one holds it.
-        public var lockedBy: pid_t?
-        public var isUser: Bool
+        package var lockedBy: pid_t?
+        package var isUser: Bool
     }
 
     private let control: ControlHandle
 
     /// Opens `card`: an index ("0"), an id ("Loopback") or "hw:…".
-    public init(card: String) throws(HardwareError) {
+    package init(card: String) throws(HardwareError) {
         control = try ControlHandle(card: card, nonblocking: false)
     }
 
     /// The element's shape and access, or nil when the card has no such element.
-    public func info(_ element: ALSAElementName) -> Info? {
+    package func info(_ element: ALSAElementName) -> Info? {
         guard let info = control.elementInfo(element) else { return nil }
         return Info(
             numid: info.numid,
@@ -498,12 +498,12 @@ public final class ALSAElementClient {
     }
 
     /// The element's first value (booleans as 0 or 1).
-    public func read(_ element: ALSAElementName) throws(HardwareError) -> Int {
+    package func read(_ element: ALSAElementName) throws(HardwareError) -> Int {
         try control.readInteger(numid: numid(element))
     }
 
     /// Writes the element's first value. A locked element refuses with a message naming the process holding it.
-    public func write(_ element: ALSAElementName, _ value: Int) throws(HardwareError) {
+    package func write(_ element: ALSAElementName, _ value: Int) throws(HardwareError) {
         let numid = try numid(element)
         do {
             try control.writeInteger(numid: numid, value)
@@ -522,7 +522,7 @@ public final class ALSAElementClient {
 
     /// The level in dB that the element's dB scale gives `value`, as `amixer` shows it; nil for mute.
     /// Throws when the element has no dB scale.
-    public func decibels(_ element: ALSAElementName, at value: Int) throws(HardwareError) -> Float? {
+    package func decibels(_ element: ALSAElementName, at value: Int) throws(HardwareError) -> Float? {
         let numid = try numid(element)
         guard let info = info(element) else { return nil }
         var tlv = [UInt32](repeating: 0, count: 1024)
@@ -548,7 +548,7 @@ public final class ALSAElementClient {
     /// Sets every channel of a switch or integer element to `value`, as `amixer cset name=… on` does: a route's
     /// mixer switches ("Speaker Playback Switch" off for headphones). The value is checked against the element's
     /// type and range first, so a wrong configuration is named rather than clamped by the driver.
-    public func set(_ element: ALSAElementName, to value: Int) throws(HardwareError) {
+    package func set(_ element: ALSAElementName, to value: Int) throws(HardwareError) {
         let numid = try numid(element)
         guard let info = control.elementInfo(element) else { throw notFound(element) }
         let problem: String? =
@@ -579,14 +579,14 @@ public final class ALSAElementClient {
     }
 
     /// Every channel's value of the element (booleans as 0 or 1).
-    public func readAll(_ element: ALSAElementName) throws(HardwareError) -> [Int] {
+    package func readAll(_ element: ALSAElementName) throws(HardwareError) -> [Int] {
         let numid = try numid(element)
         let count = control.elementInfo(element).map { Int($0.count) } ?? 1
         return try control.readIntegers(numid: numid, channels: count)
     }
 
     /// Removes a user element from the card (`amixer` cannot; other programs can, when it is not locked).
-    public func remove(_ element: ALSAElementName) throws(HardwareError) {
+    package func remove(_ element: ALSAElementName) throws(HardwareError) {
         let result = control.removeElement(numid: try numid(element))
         guard result == 0 else {
             throw HardwareError(

@@ -60,7 +60,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     case quit
 
     /// Where a line is read.
-    public enum Context: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    package enum Context: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         /// A running hushd's console: `make run`'s terminal, the serial console.
         case monitor
         /// `hushd console`: the policy alone, no sound.
@@ -68,7 +68,7 @@ public enum ConsoleCommand: Hashable, Sendable {
         /// A scenario for `hush-render` or `hushd play`.
         case scenario
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .monitor: "hushd's console"
             case .policy: "hushd console (the policy alone)"
@@ -114,10 +114,10 @@ public enum ConsoleCommand: Hashable, Sendable {
     }
 
     /// Why a line could not be understood, naming the word and saying what to type instead.
-    public struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
-        public var message: String
-        public var description: String { message }
-        public init(message: String) { self.message = message }
+    package struct SyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+        package var message: String
+        package var description: String { message }
+        package init(message: String) { self.message = message }
     }
 
     // MARK: The grammar, once
@@ -238,14 +238,14 @@ public enum ConsoleCommand: Hashable, Sendable {
     ]
 
     /// Every command word, in the order help lists them.
-    public static let words = [
+    package static let words = [
         "status", "sessions", "volume", "ringer", "route", "log", "version", "play", "stop", "activate", "pause",
         "deactivate", "finished", "gone", "silence", "press", "release", "tap", "up", "down", "plug", "unplug",
         "jack", "key", "wait", "help", "quit",
     ]
 
     /// Keys that act at once on an empty line, with the command each stands for. None can begin a command word.
-    public static let hotKeys: [Character: String] = [
+    package static let hotKeys: [Character: String] = [
         "+": "tap up", "=": "tap up", "-": "tap down", "!": "silence toggle", "*": "jack toggle", "?": "help",
         ".": "status",
     ]
@@ -256,7 +256,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     ]
 
     /// The help text for `context`: the commands it takes; every line fits an 80-column terminal.
-    public static func helpText(for context: Context) -> String {
+    package static func helpText(for context: Context) -> String {
         var lines: [String] = []
         for section in Form.Section.allCases {
             let forms = forms.filter { $0.section == section && $0.contexts.contains(context) }
@@ -291,7 +291,7 @@ public enum ConsoleCommand: Hashable, Sendable {
 
     /// Parses one line; nil for a blank line or a comment (#). The grammar is the same in every context; whether a
     /// command has a meaning where it was typed is ``unavailability(in:)``'s to say.
-    public static func parse(_ line: String) throws(SyntaxError) -> ConsoleCommand? {
+    package static func parse(_ line: String) throws(SyntaxError) -> ConsoleCommand? {
         let words = try tokens(line)
         guard let verb = words.first?.lowercased(), !verb.hasPrefix("#") else { return nil }
         let args = Array(words.dropFirst())
@@ -396,7 +396,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     }
 
     /// Why this command has no meaning in `context`, with what to do instead; nil when it has one.
-    public func unavailability(in context: Context) -> String? {
+    package func unavailability(in context: Context) -> String? {
         switch (self, context) {
         case (.status, .scenario), (.sessions, .scenario), (.help, .scenario), (.version, .scenario),
             (.quit, .scenario):
@@ -425,7 +425,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     }
 
     /// The client that owns the sessions a console makes.
-    public static let consoleClient = ClientID(0)
+    package static let consoleClient = ClientID(0)
 
     /// The command's word, for messages.
     var word: String {
@@ -457,7 +457,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     }
 
     /// The command words `context` takes, in help's order.
-    public static func words(for context: Context) -> [String] {
+    package static func words(for context: Context) -> [String] {
         words.filter { word in
             switch word {
             case "log": context == .monitor
@@ -472,7 +472,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     /// The policy events this command stands for, given the policy's state (a toggle, a step up, the held
     /// button); nil for a command that is not an event (status, help, a sound, ...). `play FILE` and the showing
     /// forms are the front ends' own.
-    public func policyEvents(_ policy: AudioPolicy) -> [PolicyEvent]? {
+    package func policyEvents(_ policy: AudioPolicy) -> [PolicyEvent]? {
         switch self {
         case .silence(let position):
             let silent =
@@ -536,7 +536,7 @@ public enum ConsoleCommand: Hashable, Sendable {
 
     /// What a session on `bus` is when the console names no category: a ringtone on the ringer, ambient effects,
     /// media on music — as `[buses.*]` says by default.
-    public static func defaultConfiguration(for bus: Bus) -> SessionConfiguration {
+    package static func defaultConfiguration(for bus: Bus) -> SessionConfiguration {
         switch bus {
         case .effect: SessionConfiguration(bus: bus, category: .ambient, options: .mixWithOthers)
         case .music: SessionConfiguration(bus: bus, category: .playback)
@@ -545,7 +545,7 @@ public enum ConsoleCommand: Hashable, Sendable {
     }
 
     /// The words that may come next after `line` (the line typed so far), for Tab at hushd's console.
-    public static func completions(for line: String) -> [String] {
+    package static func completions(for line: String) -> [String] {
         let words = line.split(separator: " ").map { $0.lowercased() }
         // The word being completed: the last one, unless the line ends with a space.
         let position = line.hasSuffix(" ") || line.isEmpty ? words.count : words.count - 1

@@ -9,9 +9,9 @@
 ///   ^C cancel the line, ^L or ^R print the line again, CR, LF or CRLF end it (a CRLF ends it once), Tab completes,
 ///   up and down arrows (`ESC [ A`, `ESC O A`, …) walk the history; other escape sequences are swallowed.
 ///   ^D on an empty line reports the end of input. On an empty line, the keys in `hotKeys` act at once.
-public struct LineEditor {
+package struct LineEditor {
     /// What a person's typing amounted to.
-    public enum Event: Hashable, Sendable {
+    package enum Event: Hashable, Sendable {
         /// A line ended with CR, LF or CRLF (blank lines are not reported).
         case line(String)
         /// A hot key pressed on an empty line.
@@ -20,27 +20,27 @@ public struct LineEditor {
         case endOfInput
     }
 
-    public static let bell: UInt8 = 0x07
+    package static let bell: UInt8 = 0x07
 
     /// Printed before each line.
-    public let prompt: String
+    package let prompt: String
     /// The longest line, in UTF-8 bytes; typing past it rings the bell.
-    public let maxLineBytes: Int
+    package let maxLineBytes: Int
     /// The terminal's width: lines at least this long are reprinted on a new row rather than erased in place.
-    public let columns: Int
+    package let columns: Int
     /// How many entered lines up-arrow can recall.
-    public let historyLimit: Int
+    package let historyLimit: Int
     /// Keys that act at once on an empty line, each with the text echoed for it (the command it stands for).
-    public let hotKeys: [Character: String]
+    package let hotKeys: [Character: String]
     /// The candidates for the word being typed, given the line so far (Tab): full words, filtered by prefix here.
-    public let completer: (String) -> [String]
+    package let completer: (String) -> [String]
 
     /// The line being typed.
-    public private(set) var line = ""
+    package private(set) var line = ""
     /// Entered lines, oldest first.
-    public private(set) var history: [String] = []
+    package private(set) var history: [String] = []
     /// Whether the prompt and line are on the screen (false before ``showPrompt()`` and after ``detach()``).
-    public private(set) var isPromptShown = false
+    package private(set) var isPromptShown = false
 
     private var historyIndex: Int?
     private var draft = ""
@@ -60,7 +60,7 @@ public struct LineEditor {
         case singleShift
     }
 
-    public init(
+    package init(
         prompt: String = "> ",
         maxLineBytes: Int = 256,
         columns: Int = 80,
@@ -79,7 +79,7 @@ public struct LineEditor {
     // MARK: Screen
 
     /// Prints the prompt and the line being typed, if they are not on the screen.
-    public mutating func showPrompt() -> [UInt8] {
+    package mutating func showPrompt() -> [UInt8] {
         guard !isPromptShown else { return [] }
         isPromptShown = true
         return Array((prompt + line).utf8)
@@ -87,7 +87,7 @@ public struct LineEditor {
 
     /// The terminal went away: whatever was half typed is dropped (the person who typed it is gone too), the
     /// history is kept, and the prompt counts as not shown.
-    public mutating func detach() {
+    package mutating func detach() {
         isPromptShown = false
         line = ""
         historyIndex = nil
@@ -101,7 +101,7 @@ public struct LineEditor {
     /// The bytes that print `text` above the line being typed: the prompt and line are cleared, each line of
     /// `text` is printed and ended with CRLF, and the prompt and line are printed again, so asynchronous messages
     /// never mangle what the person is typing. Control characters in `text` are shown as ^X, never sent.
-    public func printAbove(_ text: String) -> [UInt8] {
+    package func printAbove(_ text: String) -> [UInt8] {
         var output: [UInt8] = isPromptShown ? clearRow() : []
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         if text.hasSuffix("\n") { lines.removeLast() }
@@ -142,7 +142,7 @@ public struct LineEditor {
 
     /// Feeds typed bytes; returns what to echo (in order, interleaved with the new prompts after each line) and the
     /// events they completed.
-    public mutating func feed<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> (output: [UInt8], events: [Event]) {
+    package mutating func feed<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> (output: [UInt8], events: [Event]) {
         var output: [UInt8] = []
         var events: [Event] = []
         if !isPromptShown { output += showPrompt() }

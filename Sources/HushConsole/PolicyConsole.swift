@@ -6,8 +6,8 @@ import HushSystem
 ///
 /// Time comes from `clock`. With a real clock, `wait` sleeps through `sleep`; with a manual clock (tests, scripts
 /// that must be reproducible) `wait` just moves the clock. Held-button repeats fire at the policy's deadlines.
-public final class PolicyConsole {
-    public private(set) var policy: AudioPolicy
+package final class PolicyConsole {
+    package private(set) var policy: AudioPolicy
     private let clock: any MonotonicClock
     /// What `version` prints: hushd's version and its libraries'.
     private let versionText: String
@@ -22,7 +22,7 @@ public final class PolicyConsole {
     /// - Parameters:
     ///   - sleep: waits until the given instant has passed on `clock` (for a manual clock: advances it).
     ///   - write: prints one line.
-    public init(
+    package init(
         configuration: PolicyConfiguration = PolicyConfiguration(),
         persisted: PersistedVolumes? = nil,
         clock: any MonotonicClock,
@@ -41,17 +41,17 @@ public final class PolicyConsole {
     }
 
     /// When `tick()` must next run even if nothing is typed (a held button's repeat).
-    public var nextDeadline: Instant? { policy.nextDeadline }
+    package var nextDeadline: Instant? { policy.nextDeadline }
 
     /// Lets time pass: delivers what is due (held-button repeats).
-    public func tick() {
+    package func tick() {
         let decisions = policy.handle(.timePassed, at: clock.now())
         if !decisions.isEmpty { print(decisions, because: "time passed") }
     }
 
     /// Carries out one typed line. Returns false when the person asked to quit.
     @discardableResult
-    public func perform(_ line: String) -> Bool {
+    package func perform(_ line: String) -> Bool {
         let parsed: ConsoleCommand?
         do {
             parsed = try ConsoleCommand.parse(line)
@@ -137,7 +137,7 @@ public final class PolicyConsole {
     }
 
     /// The state in lines that fit an 80-column terminal.
-    public func status() -> [String] {
+    package func status() -> [String] {
         let route = policy.routeOverride == nil ? "\(policy.route) (automatic)" : "\(policy.route) (override)"
         let curve = policy.configuration.curve
         var lines = [

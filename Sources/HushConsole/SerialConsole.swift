@@ -16,9 +16,9 @@ import Glibc
 ///
 /// - Important: hushd's loop thread only. Nothing here blocks or starts a thread: poll ``pollDescriptor`` for
 ///   ``pollEvents``, wake at ``nextDeadline``, then call ``service(now:)``.
-public final class SerialConsole {
+package final class SerialConsole {
     /// What the console talks to.
-    public enum Endpoint: Hashable, Sendable {
+    package enum Endpoint: Hashable, Sendable {
         /// A serial device, set up raw at this speed.
         case device(path: String, baud: BaudRate)
         /// hushd's standard input and output: line editing when both are a terminal, plain lines otherwise.
@@ -26,22 +26,22 @@ public final class SerialConsole {
     }
 
     /// How many bytes may wait for a terminal that does not read before the oldest lines are dropped.
-    public static let defaultQueueLimit = 64 * 1024
+    package static let defaultQueueLimit = 64 * 1024
     /// Longer messages are cut (a single message must never fill the queue by itself).
     static let maxMessageCharacters = 2048
     static let firstRetry = Duration.milliseconds(250)
     static let maxRetry = Duration.seconds(4)
 
-    public let endpoint: Endpoint
+    package let endpoint: Endpoint
     /// Runs when the terminal is first opened and after every reconnection, before the prompt: print the banner
     /// and the status here. Capture the console `unowned` or `weak`: it keeps this closure.
-    public var onConnect: (() -> Void)?
+    package var onConnect: (() -> Void)?
     /// Whether the device is open.
-    public private(set) var isConnected = false
+    package private(set) var isConnected = false
     /// Standard input only: the input ended (end of a pipe, ^D on an empty line, the terminal closed).
-    public private(set) var inputEnded = false
+    package private(set) var inputEnded = false
     /// Lines dropped so far because the terminal did not read them.
-    public private(set) var droppedLines = 0
+    package private(set) var droppedLines = 0
 
     private let logger: Logger
     private var editor: LineEditor
@@ -90,7 +90,7 @@ public final class SerialConsole {
     /// - Parameter baud: a speed termios can set (the configuration reader checked it: ``BaudRate``).
     /// - Throws: `HardwareError` for a path that is not a terminal, permission denied, or settings the driver
     ///   refuses.
-    public init(
+    package init(
         device: String,
         baud: BaudRate,
         logger: Logger,
@@ -125,7 +125,7 @@ public final class SerialConsole {
     /// the default, and through ``restoreTerminal()`` and ``close()``. Otherwise lines are read and printed
     /// plainly (LF line ends, no prompt, no echo), as tests and pipes want; the descriptors are made non-blocking
     /// and their flags restored the same way.
-    public static func standardIO(
+    package static func standardIO(
         input: Int32 = STDIN_FILENO,
         output: Int32 = STDOUT_FILENO,
         logger: Logger,
@@ -178,7 +178,7 @@ public final class SerialConsole {
     deinit { close() }
 
     /// What the console is, for logs: "/dev/ttyAMA0 at 115200 baud".
-    public var name: String {
+    package var name: String {
         switch endpoint {
         case .device(let path, let baud): "\(path) at \(baud)"
         case .standardIO: "standard input and output"
@@ -188,25 +188,25 @@ public final class SerialConsole {
     // MARK: The loop's view
 
     /// The descriptor to poll, or nil while disconnected (or once standard input ended).
-    public var pollDescriptor: Int32? {
+    package var pollDescriptor: Int32? {
         isConnected && !inputEnded ? inputDescriptor : nil
     }
 
     /// POLLIN, and POLLOUT while output waits for the terminal.
-    public var pollEvents: Int16 {
+    package var pollEvents: Int16 {
         let writing = !queue.isEmpty && outputDescriptor == inputDescriptor
         return Int16(POLLIN) | (writing ? Int16(POLLOUT) : 0)
     }
 
     /// ``pollDescriptor`` with ``pollEvents`` as `poll` takes them (none while disconnected), for a
     /// `LoopParticipant`.
-    public var pollRequests: [pollfd] {
+    package var pollRequests: [pollfd] {
         pollDescriptor.map { [pollfd(fd: $0, events: pollEvents, revents: 0)] } ?? []
     }
 
     /// When ``service(now:)`` must run even if nothing is ready: the next attempt to reopen the device, the
     /// banner of a fresh connection, or another try at output that cannot be polled (stdout apart from stdin).
-    public var nextDeadline: Instant? {
+    package var nextDeadline: Instant? {
         guard isConnected else { return retryAt }
         if announcementPending { return .zero }
         if !queue.isEmpty && (outputDescriptor != inputDescriptor || inputEnded) {
@@ -217,7 +217,7 @@ public final class SerialConsole {
 
     /// Reads what was typed, echoes it, writes what is queued, reopens a vanished device when due; returns the
     /// command lines completed (a hot key comes back as the command it stands for, such as "tap up").
-    public func service(now: Instant) -> [String] {
+    package func service(now: Instant) -> [String] {
         lastNow = now
         if !isConnected {
             guard let due = retryAt, now >= due else { return [] }
@@ -233,7 +233,7 @@ public final class SerialConsole {
 
     /// Prints `text` (one or more lines) above the line being typed. Never blocks: if the terminal does not read,
     /// the oldest queued lines are dropped past the bound. Dropped while disconnected.
-    public func print(_ text: String) {
+    package func print(_ text: String) {
         guard isConnected, !outputGone else { return }
         var text = text
         if text.count > SerialConsole.maxMessageCharacters {
@@ -254,7 +254,7 @@ public final class SerialConsole {
     }
 
     /// Closes the device (or gives back the terminal's settings for standard input and output).
-    public func close() {
+    package func close() {
         if case .standardIO = endpoint {
             StandardIORestore.restore()
             StandardIORestore.forget()
@@ -268,12 +268,12 @@ public final class SerialConsole {
 
     /// Gives the terminal back the settings it had before ``standardIO(logger:queueLimit:columns:)`` changed them.
     /// Safe to call more than once, and from a signal handler.
-    public func restoreTerminal() {
+    package func restoreTerminal() {
         if case .standardIO = endpoint { SerialConsole.restoreStandardIO() }
     }
 
     /// As ``restoreTerminal()``, for code that has no console at hand (a fatal-signal path).
-    public static func restoreStandardIO() { StandardIORestore.restore() }
+    package static func restoreStandardIO() { StandardIORestore.restore() }
 
     // MARK: Opening and closing
 

@@ -9,15 +9,15 @@ import Glibc
 
 /// A connection to the control socket, as the handler sees it: its client id and the peer's credentials
 /// (SO_PEERCRED, taken when it connected).
-public struct ControlClient: Hashable, Sendable, CustomStringConvertible {
-    public let id: ClientID
-    public let pid: Int32
-    public let uid: UInt32
-    public let gid: UInt32
+package struct ControlClient: Hashable, Sendable, CustomStringConvertible {
+    package let id: ClientID
+    package let pid: Int32
+    package let uid: UInt32
+    package let gid: UInt32
     /// The name the client gave in `hello`, if it did.
-    public internal(set) var name: String?
+    package internal(set) var name: String?
 
-    public init(id: ClientID, pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil) {
+    package init(id: ClientID, pid: Int32, uid: UInt32, gid: UInt32, name: String? = nil) {
         self.id = id
         self.pid = pid
         self.uid = uid
@@ -26,13 +26,13 @@ public struct ControlClient: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// "client 1003 (pid 4242, uid 1000, gid 1000)", with the hello name when there is one.
-    public var description: String {
+    package var description: String {
         "client \(id.rawValue)" + (name.map { " \"\($0)\"" } ?? "") + " (pid \(pid), uid \(uid), gid \(gid))"
     }
 }
 
 /// What the daemon does with requests. Called on hushd's loop thread, from ``ControlServer/service(_:now:)``.
-public protocol ControlHandler: AnyObject {
+package protocol ControlHandler: AnyObject {
     /// Carries out one request from `client`; returns the reply (an error reply for rejections).
     ///
     /// `subscribe` and `unsubscribe` never arrive here: the server keeps subscriptions itself. The reply's `id`
@@ -52,15 +52,15 @@ public protocol ControlHandler: AnyObject {
 /// - Important: Runs on hushd's single loop thread and never blocks: every descriptor is non-blocking, output
 ///   waits in a bounded queue per client, and the loop polls ``pollRequests`` (POLLOUT only while output waits).
 ///   It starts no threads.
-public final class ControlServer: LoopParticipant {
+package final class ControlServer: LoopParticipant {
     /// Where the socket is.
-    public let path: String
-    public let limits: ControlLimits
+    package let path: String
+    package let limits: ControlLimits
     /// Who may connect: hushd's own uid, root, members of the socket's group, and these uids.
-    public let allowedUIDs: Set<UInt32>
+    package let allowedUIDs: Set<UInt32>
     /// The socket file's group (the configured group, or hushd's); its members may connect.
-    public let socketGroup: UInt32
-    public weak var handler: (any ControlHandler)?
+    package let socketGroup: UInt32
+    package weak var handler: (any ControlHandler)?
 
     private let logger: Logger
     private let codec: ControlCodec
@@ -82,7 +82,7 @@ public final class ControlServer: LoopParticipant {
     ///   - firstClientID: the first client id handed out (kept clear of the console's and scenarios' ids).
     /// - Throws: `HardwareError` naming the path and what to do: another hushd answers there, the path is not a
     ///   socket, the group does not exist, the directory is missing or not writable.
-    public init(
+    package init(
         path: String,
         mode: mode_t = 0o660,
         group: String? = nil,
@@ -186,7 +186,7 @@ public final class ControlServer: LoopParticipant {
     // MARK: The loop
 
     /// The listening socket and every client: POLLIN always, POLLOUT only while output waits.
-    public var pollRequests: [pollfd] {
+    package var pollRequests: [pollfd] {
         guard listener >= 0 else { return [] }
         var requests = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
         for connection in connections.values.sorted(by: { $0.client.id < $1.client.id }) {
@@ -197,11 +197,11 @@ public final class ControlServer: LoopParticipant {
     }
 
     /// Now, while a disconnect waits to be reported to the handler; otherwise nil.
-    public var nextDeadline: Instant? { pendingDisconnects.isEmpty ? nil : .zero }
+    package var nextDeadline: Instant? { pendingDisconnects.isEmpty ? nil : .zero }
 
     /// Accepts new clients, reads and answers complete request lines, writes queued output, and reports
     /// disconnects to the handler.
-    public func service(_ ready: [pollfd], now: Instant) {
+    package func service(_ ready: [pollfd], now: Instant) {
         for request in ready where request.fd != listener && request.revents != 0 {
             // A descriptor closed since the poll (cut off by an event) is no longer ours.
             guard let connection = connections[request.fd] else { continue }
@@ -216,7 +216,7 @@ public final class ControlServer: LoopParticipant {
 
     /// Closes every connection and the socket, and removes the socket file. The handler is not told of the
     /// clients (hushd is stopping).
-    public func close() {
+    package func close() {
         for connection in connections.values {
             connection.closeDescriptors()
             Glibc.close(connection.fd)
@@ -234,7 +234,7 @@ public final class ControlServer: LoopParticipant {
 
     /// Sends `event` to every subscriber whose filter takes it, and to `owner` (a session's client) whether
     /// subscribed or not. A client whose queue overflows is cut off.
-    public func send(_ event: ControlEvent, toSubscribersAnd owner: ClientID?) {
+    package func send(_ event: ControlEvent, toSubscribersAnd owner: ClientID?) {
         let line = codec.encode(event)
         for connection in connectionsInOrder
         where connection.client.id == owner || connection.subscription?.contains(event.kind) == true {
@@ -243,23 +243,23 @@ public final class ControlServer: LoopParticipant {
     }
 
     /// Sends `event` to one client.
-    public func send(_ event: ControlEvent, to client: ClientID) {
+    package func send(_ event: ControlEvent, to client: ClientID) {
         guard let connection = connections.values.first(where: { $0.client.id == client }) else { return }
         enqueue(codec.encode(event), to: connection)
     }
 
     /// The connected clients, oldest first.
-    public var clients: [ControlClient] { connectionsInOrder.map(\.client) }
+    package var clients: [ControlClient] { connectionsInOrder.map(\.client) }
 
     /// A client id no connection has or will have: for sessions that belong to something other than one
     /// connection (an application's streams, which come and go on connections of their own).
-    public func reserveClientID() -> ClientID {
+    package func reserveClientID() -> ClientID {
         defer { nextClient += 1 }
         return ClientID(nextClient)
     }
 
     /// The connected client with this id.
-    public func client(_ id: ClientID) -> ControlClient? {
+    package func client(_ id: ClientID) -> ControlClient? {
         connections.values.first { $0.client.id == id }?.client
     }
 

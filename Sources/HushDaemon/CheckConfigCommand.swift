@@ -115,7 +115,7 @@ enum CheckConfigCommand {
 
 extension HushdConfiguration {
     /// What hushd would use, for `hushd check-config` and the start-up log: one topic per line, 8-column labels.
-    public var summary: String {
+    package var summary: String {
         var lines: [String] = []
         func add(_ label: String, _ entries: [String]) {
             for (index, entry) in entries.enumerated() {

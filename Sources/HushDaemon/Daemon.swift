@@ -17,86 +17,86 @@ import Glibc
 /// console, ALSA controls, state file). The audio thread renders and writes periods on its own. Everything that
 /// changes what is heard — a button, the jack, a client, the console — goes through ``handle(_:cause:)``, and
 /// every decision is announced to ``decisionSinks`` with its rule and reason.
-public final class Daemon {
+package final class Daemon {
     /// What the daemon is built from (the configuration, turned into parts by ``DaemonBuilder``).
-    public struct Setup {
-        public var policy = PolicyConfiguration()
-        public var persisted: PersistedVolumes?
+    package struct Setup {
+        package var policy = PolicyConfiguration()
+        package var persisted: PersistedVolumes?
         /// The output device asked for; routes may name other PCMs.
-        public var output = PlaybackConfiguration()
+        package var output = PlaybackConfiguration()
         /// Where sound goes when the output device does not open at start (nil: start-up fails instead).
-        public var fallbackWAV: String?
-        public var realtimePriority: Int32 = 70
+        package var fallbackWAV: String?
+        package var realtimePriority: Int32 = 70
         /// How long nothing must be heard before the output stops and the audio thread sleeps; nil keeps it warm
         /// (`[output] idle_seconds`, `keep_warm`).
-        public var idleAfter: Duration? = .seconds(5)
+        package var idleAfter: Duration? = .seconds(5)
         /// The device of each route that has its own (headphones on the board's jack, a DAC HAT for the
         /// speaker); routes without one use `output`. Rate, channels and period must match `output`'s.
-        public var routeOutputs: [Route: PlaybackConfiguration] = [:]
+        package var routeOutputs: [Route: PlaybackConfiguration] = [:]
         /// Where clients may read sound files from.
-        public var soundDirectories: [String] = []
-        public var maxSessionsPerClient = 8
+        package var soundDirectories: [String] = []
+        package var maxSessionsPerClient = 8
         /// The microphone's PCM (`[capture] pcm`), or nil: capture streams get silence.
-        public var capturePCM: String?
+        package var capturePCM: String?
         /// Periods in the microphone's buffer (`[capture] periods`, else `[output] periods`).
-        public var capturePeriods: Int?
+        package var capturePeriods: Int?
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
-        public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
+        package var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
             (configuration) throws(HardwareError) in try ALSAPlayback(configuration)
         }
 
-        public init() {}
+        package init() {}
     }
 
     /// A batch of decisions with what caused them, for the console, the log and subscribers.
-    public struct DecisionBatch {
-        public var decisions: [Decision]
-        public var cause: String
+    package struct DecisionBatch {
+        package var decisions: [Decision]
+        package var cause: String
         /// Seconds since hushd started.
-        public var time: Double
+        package var time: Double
     }
 
-    public let setup: Setup
-    public let audio: AudioController
-    public let logger: Logger
-    public let clock: any MonotonicClock
-    public let origin: Instant
+    package let setup: Setup
+    package let audio: AudioController
+    package let logger: Logger
+    package let clock: any MonotonicClock
+    package let origin: Instant
     /// Where the sound goes: the output device, the audio thread, each route's PCM and its retries.
-    public let router: OutputRouter
+    package let router: OutputRouter
     /// The audio thread, once started.
-    public var output: AudioOutputThread? { router.output }
+    package var output: AudioOutputThread? { router.output }
     /// Hands the microphone (or silence) to applications' capture streams on the audio thread.
-    public private(set) var captureRouter: CaptureRouter
+    package private(set) var captureRouter: CaptureRouter
     /// The microphone, when `[capture] pcm` is set and opened.
-    public private(set) var microphone: CaptureFeeder?
+    package private(set) var microphone: CaptureFeeder?
     /// Applications' streams and who hears the microphone, for the console (set by the control socket's
     /// participant, which holds the streams).
-    public var streamSummary: () -> (streams: Int, microphone: [String]) = { (0, []) }
+    package var streamSummary: () -> (streams: Int, microphone: [String]) = { (0, []) }
     /// Why the microphone is not there (for status), when it was configured.
-    public private(set) var microphoneProblem: String?
+    package private(set) var microphoneProblem: String?
     /// Where the sound goes now: a PCM name, or "file:PATH" for the WAV fallback.
-    public var outputDescription: String { router.description }
-    public private(set) var inputs: [InputSource]
+    package var outputDescription: String { router.description }
+    package private(set) var inputs: [InputSource]
     /// Others the loop waits on (control socket, console, ALSA controls, state file, watchdog).
-    public var participants: [any LoopParticipant] = []
+    package var participants: [any LoopParticipant] = []
     /// Told of every decision batch.
-    public var decisionSinks: [(DecisionBatch) -> Void] = []
+    package var decisionSinks: [(DecisionBatch) -> Void] = []
     /// Told when a session's sound ended.
-    public var finishedSinks: [(SessionID) -> Void] = []
+    package var finishedSinks: [(SessionID) -> Void] = []
     /// Told of every input source failure (for the console).
-    public var problemSinks: [(String) -> Void] = []
+    package var problemSinks: [(String) -> Void] = []
     /// Set to stop ``run()`` after the current iteration.
-    public var stopRequested = false
+    package var stopRequested = false
     private var nextSession: UInt64 = 1
     private var lastPolicyTime = Instant.zero
     private var failedSources: Set<String> = []
     /// The PCM the audio thread writes to (or last wrote to, while it is lost).
-    public var currentPCM: String { router.currentPCM }
+    package var currentPCM: String { router.currentPCM }
     /// The route whose PCM would not open, while it is retried; nil once the sound goes where the route says.
-    public var pendingRoute: OutputRouter.PendingRoute? { router.pendingRoute }
+    package var pendingRoute: OutputRouter.PendingRoute? { router.pendingRoute }
 
-    public init(setup: Setup, inputs: [InputSource], clock: any MonotonicClock, logger: Logger) {
+    package init(setup: Setup, inputs: [InputSource], clock: any MonotonicClock, logger: Logger) {
         self.setup = setup
         self.inputs = inputs
         self.clock = clock
@@ -134,7 +134,7 @@ public final class Daemon {
     /// Opens the output (or the fallback), starts the audio thread, reads the inputs' positions and applies the
     /// start-up decisions. An output that does not open is waited for (see `openOutput`); errors that remain here
     /// (the fallback file, the audio thread) stop hushd with a message naming what failed.
-    public func start() throws(HardwareError) {
+    package func start() throws(HardwareError) {
         openMicrophone()
         try router.start(route: audio.policy.route, engine: audio.engine, periodHook: captureRouter.hook)
         audio.start(at: policyTime())
@@ -199,7 +199,7 @@ public final class Daemon {
     }
 
     /// Runs until a signal or ``stopRequested``; returns the exit status.
-    public func run(signals: SignalDescriptor? = nil) -> Int32 {
+    package func run(signals: SignalDescriptor? = nil) -> Int32 {
         let signalWatcher = signals.map { SignalParticipant(signals: $0, daemon: self) }
         while !stopRequested {
             var everyone: [any LoopParticipant] = [InputParticipant(daemon: self)]
@@ -218,14 +218,14 @@ public final class Daemon {
 
     /// Lets time pass: button repeats, finished voices, streams, output telemetry, and the output's devices: those
     /// the audio thread let go of are closed here, and a lost one is reopened here, never on the audio thread.
-    public func service() {
+    package func service() {
         reportMicrophone()
         audio.service(at: policyTime())
         router.service()
     }
 
     /// Stops the audio thread and closes the device.
-    public func shutDown() {
+    package func shutDown() {
         router.stop()
         microphone?.stop()
     }
@@ -234,12 +234,12 @@ public final class Daemon {
 
     /// Hands `event` to the policy now and carries out its decisions.
     @discardableResult
-    public func handle(_ event: PolicyEvent, cause: String? = nil) -> [Decision] {
+    package func handle(_ event: PolicyEvent, cause: String? = nil) -> [Decision] {
         audio.handle(event, at: policyTime(), cause: cause)
     }
 
     /// A fresh session id.
-    public func newSessionID() -> SessionID {
+    package func newSessionID() -> SessionID {
         while audio.policy.session(SessionID(nextSession)) != nil { nextSession += 1 }
         defer { nextSession += 1 }
         return SessionID(nextSession)
@@ -252,7 +252,7 @@ public final class Daemon {
     }
 
     /// Seconds since start, for the console.
-    public func elapsed(_ time: Instant) -> Double { Double(time.nanoseconds - origin.nanoseconds) / 1e9 }
+    package func elapsed(_ time: Instant) -> Double { Double(time.nanoseconds - origin.nanoseconds) / 1e9 }
 
     /// Reads every input source now (tests drive the loop themselves).
     func readInputsForTesting() { readInputs() }
@@ -289,10 +289,10 @@ public final class Daemon {
     // MARK: Status
 
     /// Counters of the output, for status.
-    public var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) { router.counters }
+    package var outputCounters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) { router.counters }
 
     /// The output latency in milliseconds: the periods queued in the device.
-    public var latencyMilliseconds: Double { router.latencyMilliseconds }
+    package var latencyMilliseconds: Double { router.latencyMilliseconds }
 }
 
 /// The input sources as a loop participant.

@@ -14,14 +14,14 @@ import Glibc
 ///
 /// Sessions started here (`play`) belong to the console, client 0. On boards whose inputs are terminal stand-ins
 /// (the built-in default), `silence`, `press`, `tap`, `plug` and the hot keys act as the hardware.
-public final class DaemonConsole: LoopParticipant {
+package final class DaemonConsole: LoopParticipant {
     /// The console's own client id: sessions it plays belong to it.
-    public static let client = ConsoleCommand.consoleClient
+    package static let client = ConsoleCommand.consoleClient
 
-    public let console: SerialConsole
+    package let console: SerialConsole
     unowned let daemon: Daemon
     /// Whether the terminal stands in for the switch, buttons and jack.
-    public let standIns: Bool
+    package let standIns: Bool
     let banner: [String]
     let logLevel: LogLevelBox
     private var lastStatusLine = ""
@@ -29,7 +29,7 @@ public final class DaemonConsole: LoopParticipant {
     /// What `play FILE BUS` makes: the board's `[buses.*]` settings.
     let busDefaults: [Bus: SessionConfiguration]
 
-    public init(
+    package init(
         console: SerialConsole,
         daemon: Daemon,
         standIns: Bool,
@@ -65,13 +65,13 @@ public final class DaemonConsole: LoopParticipant {
         }
     }
 
-    public var pollRequests: [pollfd] {
+    package var pollRequests: [pollfd] {
         console.pollDescriptor.map { [pollfd(fd: $0, events: console.pollEvents, revents: 0)] } ?? []
     }
 
-    public var nextDeadline: Instant? { console.nextDeadline }
+    package var nextDeadline: Instant? { console.nextDeadline }
 
-    public func service(_ ready: [pollfd], now: Instant) {
+    package func service(_ ready: [pollfd], now: Instant) {
         for line in console.service(now: now) { perform(line) }
         if console.inputEnded, case .standardIO = console.endpoint {
             // `make run` and pipes: end of input (^D) stops hushd, as quitting a program should.
@@ -80,7 +80,7 @@ public final class DaemonConsole: LoopParticipant {
     }
 
     /// Carries out one typed line and prints the answer.
-    public func perform(_ line: String) {
+    package func perform(_ line: String) {
         let command: ConsoleCommand?
         do {
             command = try ConsoleCommand.parse(line)
@@ -269,7 +269,7 @@ public final class DaemonConsole: LoopParticipant {
 }
 
 /// The log level, shared by every logger of the process and changed from the console (`log level debug`).
-public final class LogLevelBox: @unchecked Sendable {
-    public var level: Logger.Level
-    public init(_ level: Logger.Level) { self.level = level }
+package final class LogLevelBox: @unchecked Sendable {
+    package var level: Logger.Level
+    package init(_ level: Logger.Level) { self.level = level }
 }

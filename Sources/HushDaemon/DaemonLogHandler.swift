@@ -16,27 +16,27 @@ import Glibc
 ///
 /// Messages reach the console through ``LogRouter/console``, set once the console is up; the console prints them
 /// above the line being typed.
-public struct DaemonLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public let label: String
+package struct DaemonLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package let label: String
     let router: LogRouter
 
-    public init(label: String, router: LogRouter) {
+    package init(label: String, router: LogRouter) {
         self.label = label
         self.router = router
     }
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { router.level.level }
         set { router.level.level = newValue }
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let level = event.level
         var text = "\(level): \(event.message)"
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
@@ -88,14 +88,14 @@ public struct DaemonLogHandler: LogHandler {
 /// What every `DaemonLogHandler` of the process shares: the level (the console's `log level` changes it), where
 /// notices and worse go besides standard error, whether lines carry their own time (not under journald), and
 /// whether they carry sd-daemon priority prefixes (only under journald).
-public final class LogRouter: @unchecked Sendable {
-    public let level: LogLevelBox
-    public var console: ((String) -> Void)?
-    public var timestamps: Bool
+package final class LogRouter: @unchecked Sendable {
+    package let level: LogLevelBox
+    package var console: ((String) -> Void)?
+    package var timestamps: Bool
     /// Standard error is the journal: lines written there start with `<N>`, their priority.
-    public var journal: Bool
+    package var journal: Bool
 
-    public init(level: Logger.Level, timestamps: Bool, journal: Bool = false) {
+    package init(level: Logger.Level, timestamps: Bool, journal: Bool = false) {
         self.level = LogLevelBox(level)
         self.timestamps = timestamps
         self.journal = journal
@@ -109,7 +109,7 @@ public final class LogRouter: @unchecked Sendable {
     /// - Parameters:
     ///   - variable: `JOURNAL_STREAM`'s value, nil when it is not set.
     ///   - descriptor: the descriptor hushd logs to (standard error).
-    public static func isJournal(_ variable: String?, descriptor: Int32) -> Bool {
+    package static func isJournal(_ variable: String?, descriptor: Int32) -> Bool {
         guard let variable else { return false }
         let parts = variable.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }

@@ -12,10 +12,10 @@ import Glibc
 #endif
 
 /// The `hushd` command line: the daemon (the default), and the board tools that go with it.
-public struct HushdCommand: ParsableCommand {
-    public static let version = "0.1.0"
+package struct HushdCommand: ParsableCommand {
+    package static let version = "0.1.0"
 
-    public static let configuration = CommandConfiguration(
+    package static let configuration = CommandConfiguration(
         commandName: "hushd",
         abstract: "hush: phone-like audio behaviour for a headless Linux board.",
         discussion: """
@@ -32,7 +32,7 @@ public struct HushdCommand: ParsableCommand {
         defaultSubcommand: RunCommandLine.self
     )
 
-    public init() {}
+    package init() {}
 
     static var versionText: String { "hushd \(version)\n\(libraries)" }
 

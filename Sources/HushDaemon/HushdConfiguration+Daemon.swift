@@ -3,7 +3,7 @@ import HushCore
 
 extension HushdConfiguration {
     /// The daemon's parts from this configuration; `persisted` comes from the state file.
-    public func daemonSetup(persisted: PersistedVolumes? = nil) -> Daemon.Setup {
+    package func daemonSetup(persisted: PersistedVolumes? = nil) -> Daemon.Setup {
         var setup = Daemon.Setup()
         setup.policy = policy
         setup.persisted = persisted

@@ -4,10 +4,10 @@ import HushProtocol
 
 /// What the person at the serial console reads: decisions as they happen and a one-line status, in lines that
 /// fit 80 columns on a dumb terminal (plain ASCII punctuation but for the reason's dash, no colours).
-public enum MonitorText {
+package enum MonitorText {
     /// "  12.345  headphones unplugged (reported by alsaControl)" then one line per decision:
     /// "          [R5 headphones-unplugged] pause session 3 — headphones unplugged: …".
-    public static func lines(for batch: Daemon.DecisionBatch) -> [String] {
+    package static func lines(for batch: Daemon.DecisionBatch) -> [String] {
         let seconds = DecimalText.fixed(batch.time, places: 3)
         let time = String(repeating: " ", count: max(0, 9 - seconds.count)) + seconds
         var lines = ["\(time)  \(batch.cause)"]
@@ -23,7 +23,7 @@ public enum MonitorText {
     /// columns. "buttons: ringer" appears while the volume buttons move the ringer (R3), not for the usual system
     /// volume. A line that would be longer drops the "/16"s, shortens words and the separators
     /// ("SILENT|speaker (ovr)|vol 16|ringer 10|btn: ringer|12/12 playing|out ok"), and is cut as a last resort.
-    public static func statusLine(of daemon: Daemon) -> String {
+    package static func statusLine(of daemon: Daemon) -> String {
         let policy = daemon.audio.policy
         let playing = policy.sessions.filter(\.isPlaying).count
         let output = daemon.outputCounters
@@ -54,7 +54,7 @@ public enum MonitorText {
     }
 
     /// The full status, for the console's `status` command: at most 24 lines of at most 80 columns.
-    public static func status(of daemon: Daemon, version: String) -> [String] {
+    package static func status(of daemon: Daemon, version: String) -> [String] {
         let policy = daemon.audio.policy
         let curve = policy.configuration.curve
         let output = daemon.outputCounters

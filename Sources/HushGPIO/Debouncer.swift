@@ -5,27 +5,27 @@ import HushCore
 /// collapses to one event, and a real change during the window is never lost.
 ///
 /// Pure logic, driven by edge events and time, so it is tested without hardware.
-public struct Debouncer: Hashable, Sendable {
-    public let window: Duration
+package struct Debouncer: Hashable, Sendable {
+    package let window: Duration
     /// The level last reported (true = active).
-    public private(set) var reported: Bool
+    package private(set) var reported: Bool
     /// The end of the hold-off window, while one runs.
-    public private(set) var holdUntil: Instant?
+    package private(set) var holdUntil: Instant?
     /// The latest level seen during the window.
     private var latest: Bool
 
     /// A debouncer for a line whose level is `initial`, read from the hardware at start-up.
-    public init(window: Duration = .milliseconds(10), initial: Bool) {
+    package init(window: Duration = .milliseconds(10), initial: Bool) {
         self.window = window
         reported = initial
         latest = initial
     }
 
     /// When ``expire(at:level:)`` must be called, if a window is running.
-    public var deadline: Instant? { holdUntil }
+    package var deadline: Instant? { holdUntil }
 
     /// An edge to `level` happened at `time`. Returns the level to report now, or nil.
-    public mutating func edge(to level: Bool, at time: Instant) -> Bool? {
+    package mutating func edge(to level: Bool, at time: Instant) -> Bool? {
         latest = level
         if let holdUntil, time < holdUntil { return nil }
         holdUntil = nil
@@ -37,7 +37,7 @@ public struct Debouncer: Hashable, Sendable {
 
     /// The window ended at `time`; `level` is the line's level now (read from the hardware, or nil to trust the
     /// last edge). Returns the settled level to report if it differs from what was reported, starting a new window.
-    public mutating func expire(at time: Instant, level: Bool? = nil) -> Bool? {
+    package mutating func expire(at time: Instant, level: Bool? = nil) -> Bool? {
         guard let holdUntil, time >= holdUntil else { return nil }
         self.holdUntil = nil
         let settled = level ?? latest

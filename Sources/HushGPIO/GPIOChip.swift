@@ -192,19 +192,19 @@ extension GPIOBias {
 }
 
 /// Where a configured line really is: the chip's kernel name and the line's offset.
-public struct GPIOLineLocation: Hashable, Sendable, CustomStringConvertible {
+package struct GPIOLineLocation: Hashable, Sendable, CustomStringConvertible {
     /// The chip's kernel name, e.g. "gpiochip0".
-    public var chip: String
-    public var label: String
-    public var offset: UInt32
+    package var chip: String
+    package var label: String
+    package var offset: UInt32
 
     /// Finds `line` on `chip` (a name, number, path or label) without requesting it.
-    public init(chip descriptor: String, line selector: GPIOLineSelector) throws(HardwareError) {
+    package init(chip descriptor: String, line selector: GPIOLineSelector) throws(HardwareError) {
         let chip = try GPIOChip(descriptor)
         offset = try chip.offset(of: selector)
         self.chip = chip.name
         label = chip.label
     }
 
-    public var description: String { "\(chip) [\(label)] line \(offset)" }
+    package var description: String { "\(chip) [\(label)] line \(offset)" }
 }

@@ -23,7 +23,7 @@ public enum GPIOBias: String, Hashable, Sendable, CaseIterable {
 }
 
 /// What a GPIO input means to hush.
-public enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
+package enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
     /// Active = silent.
     case silenceSwitch
     /// Active = pressed.
@@ -34,7 +34,7 @@ public enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
     case headphoneSense
 
     /// The input event for the line being `active`, or nil when that edge means nothing (a media key's release).
-    public func event(active: Bool) -> InputEvent? {
+    package func event(active: Bool) -> InputEvent? {
         switch self {
         case .silenceSwitch: .silenceSwitch(active ? .silent : .ring)
         case .volumeButton(let button): .volumeButton(button, active ? .press : .release)
@@ -44,14 +44,14 @@ public enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the line's position at start-up is reported (switches and jack), or not (buttons).
-    public var reportsInitialState: Bool {
+    package var reportsInitialState: Bool {
         switch self {
         case .silenceSwitch, .headphoneSense: true
         case .volumeButton, .mediaKey: false
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .silenceSwitch: "silence switch"
         case .volumeButton(let button): "\(button) button"
@@ -64,17 +64,17 @@ public enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
 /// One GPIO input: where it is, how it is wired, what it means.
 public struct GPIOInputConfiguration: Hashable, Sendable {
     /// The chip: a name ("gpiochip0"), number ("0"), path ("/dev/gpiochip0") or label ("pinctrl-bcm2711").
-    public var chip: String
-    public var line: GPIOLineSelector
-    public var role: GPIOInputRole
+    package var chip: String
+    package var line: GPIOLineSelector
+    package var role: GPIOInputRole
     /// Active when the line is low (a switch to ground with a pull-up): the usual wiring on a Pi.
-    public var activeLow: Bool
-    public var bias: GPIOBias
-    public var debounce: Duration
+    package var activeLow: Bool
+    package var bias: GPIOBias
+    package var debounce: Duration
     /// The consumer name the kernel shows for the line (gpioinfo).
-    public var consumer: String
+    package var consumer: String
 
-    public init(
+    package init(
         chip: String,
         line: GPIOLineSelector,
         role: GPIOInputRole,

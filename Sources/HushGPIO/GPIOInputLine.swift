@@ -10,9 +10,9 @@ import Glibc
 ///
 /// Both edges are watched with kernel timestamps (CLOCK_MONOTONIC, hush's timeline); the level is read at
 /// start-up, never assumed; a ``Debouncer`` accepts the leading edge at once and collapses bounce trains.
-public final class GPIOInputLine: InputSource {
-    public let configuration: GPIOInputConfiguration
-    public let name: String
+package final class GPIOInputLine: InputSource {
+    package let configuration: GPIOInputConfiguration
+    package let name: String
     private let chip: GPIOChip
     private let request: UnsafeMutablePointer<hush_gpio_request>
     private let descriptor: Int32
@@ -20,7 +20,7 @@ public final class GPIOInputLine: InputSource {
     private let logger: Logger
 
     /// Requests the line. Throws when the chip or line is missing, busy or not permitted, naming which.
-    public init(_ configuration: GPIOInputConfiguration, logger: Logger) throws(HardwareError) {
+    package init(_ configuration: GPIOInputConfiguration, logger: Logger) throws(HardwareError) {
         self.configuration = configuration
         self.logger = logger
         let chip = try GPIOChip(configuration.chip)
@@ -64,12 +64,12 @@ public final class GPIOInputLine: InputSource {
 
     deinit { hush_gpio_request_release(request) }
 
-    public var pollDescriptor: Int32? { descriptor }
+    package var pollDescriptor: Int32? { descriptor }
 
-    public var nextDeadline: Instant? { debouncer.deadline }
+    package var nextDeadline: Instant? { debouncer.deadline }
 
     /// Whether the line is active now (after active-low).
-    public func isActive() throws(HardwareError) -> Bool {
+    package func isActive() throws(HardwareError) -> Bool {
         let level = hush_gpio_request_get_value(request)
         guard level >= 0 else {
             throw HardwareError(
@@ -82,13 +82,13 @@ public final class GPIOInputLine: InputSource {
         return level == 1
     }
 
-    public func currentState(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
+    package func currentState(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         guard configuration.role.reportsInitialState else { return [] }
         guard let event = configuration.role.event(active: debouncer.reported) else { return [] }
         return [TimedInputEvent(event, at: now)]
     }
 
-    public func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
+    package func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         var out: [TimedInputEvent] = []
         var buffer = [hush_gpio_edge](repeating: hush_gpio_edge(), count: 16)
         while isReadable() {
@@ -138,13 +138,13 @@ public final class GPIOInputLine: InputSource {
 }
 
 /// A GPIO output: an LED or a vibration motor that signals a silenced alert.
-public final class GPIOOutputLine: OutputLine {
-    public let name: String
+package final class GPIOOutputLine: OutputLine {
+    package let name: String
     private let chip: GPIOChip
     private let request: UnsafeMutablePointer<hush_gpio_request>
 
     /// Requests `line` on `chip` as an output, initially inactive.
-    public init(
+    package init(
         chip descriptor: String,
         line selector: GPIOLineSelector,
         activeLow: Bool = false,
@@ -160,7 +160,7 @@ public final class GPIOOutputLine: OutputLine {
 
     deinit { hush_gpio_request_release(request) }
 
-    public func set(_ active: Bool) throws(HardwareError) {
+    package func set(_ active: Bool) throws(HardwareError) {
         guard hush_gpio_request_set_value(request, active ? 1 : 0) == 0 else {
             throw HardwareError(operation: "set", device: name, errno: errno, message: String(cString: strerror(errno)))
         }

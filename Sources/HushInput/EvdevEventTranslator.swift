@@ -1,7 +1,7 @@
 import HushCore
 
 /// What an evdev code means to hush.
-public enum EvdevRole: Hashable, Sendable, CustomStringConvertible {
+package enum EvdevRole: Hashable, Sendable, CustomStringConvertible {
     /// KEY_VOLUMEUP, KEY_VOLUMEDOWN: press and release. hush repeats a held button itself (policy R3), so the
     /// kernel's auto-repeat is ignored.
     case volumeButton(VolumeButton)
@@ -17,14 +17,14 @@ public enum EvdevRole: Hashable, Sendable, CustomStringConvertible {
     case silenceSwitch(activeValue: Int32)
 
     /// Whether the code has a position (a switch) that is read from the device at start-up and after a reconnect.
-    public var isSwitch: Bool {
+    package var isSwitch: Bool {
         switch self {
         case .headphoneSwitch, .silenceSwitch: true
         case .volumeButton, .mediaKey, .muteKey: false
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .volumeButton(let button): "\(button) button"
         case .mediaKey(let key): "\(key) key"
@@ -47,32 +47,32 @@ public enum EvdevRole: Hashable, Sendable, CustomStringConvertible {
 ///   what hush last reported.
 /// - When the device goes away, ``deviceLost()`` releases the volume buttons still held, so the policy does not
 ///   repeat a button nobody is pressing.
-public struct EvdevEventTranslator: Hashable, Sendable {
+package struct EvdevEventTranslator: Hashable, Sendable {
     /// What each code means.
-    public let roles: [EvdevCode: EvdevRole]
+    package let roles: [EvdevCode: EvdevRole]
     /// The silence position the mute key last set.
-    public private(set) var mutePosition: SilenceSwitchPosition
+    package private(set) var mutePosition: SilenceSwitchPosition
     /// The volume buttons pressed and not yet released.
-    public private(set) var heldKeys: Set<EvdevCode> = []
+    package private(set) var heldKeys: Set<EvdevCode> = []
     /// The switch values last reported.
-    public private(set) var reportedSwitches: [EvdevCode: Int32] = [:]
+    package private(set) var reportedSwitches: [EvdevCode: Int32] = [:]
 
     /// A translator for `roles`; the mute key starts from `mutePosition`.
-    public init(roles: [EvdevCode: EvdevRole], mutePosition: SilenceSwitchPosition = .ring) {
+    package init(roles: [EvdevCode: EvdevRole], mutePosition: SilenceSwitchPosition = .ring) {
         self.roles = roles
         self.mutePosition = mutePosition
     }
 
     /// The codes whose role is a switch, in code order.
-    public var switchCodes: [EvdevCode] { roles.filter { $0.value.isSwitch }.keys.sorted() }
+    package var switchCodes: [EvdevCode] { roles.filter { $0.value.isSwitch }.keys.sorted() }
 
     /// The hush event for one evdev event, or nil when it means nothing to hush.
-    public mutating func translate(type: UInt32, code: UInt32, value: Int32) -> InputEvent? {
+    package mutating func translate(type: UInt32, code: UInt32, value: Int32) -> InputEvent? {
         translate(EvdevCode(type: type, code: code), value: value)
     }
 
     /// The hush event for one evdev event, or nil when it means nothing to hush.
-    public mutating func translate(_ code: EvdevCode, value: Int32) -> InputEvent? {
+    package mutating func translate(_ code: EvdevCode, value: Int32) -> InputEvent? {
         guard let role = roles[code] else { return nil }
         let autoRepeat = code.type == EvdevCode.keyType && value == 2
         switch role {
@@ -98,7 +98,7 @@ public struct EvdevEventTranslator: Hashable, Sendable {
 
     /// The positions of the switches, to report as the controls' state (start-up); `switchValues` holds the values
     /// read from the device for the switch codes it has.
-    public mutating func currentState(switchValues: [EvdevCode: Int32]) -> [InputEvent] {
+    package mutating func currentState(switchValues: [EvdevCode: Int32]) -> [InputEvent] {
         switchCodes.compactMap { code in
             guard let value = switchValues[code], let role = roles[code] else { return nil }
             reportedSwitches[code] = value
@@ -108,14 +108,14 @@ public struct EvdevEventTranslator: Hashable, Sendable {
 
     /// The device was opened or reopened: keys held now were pressed before hush was watching and are forgotten,
     /// and every switch position is reported (again; the policy ignores a repeated position).
-    public mutating func deviceOpened(switchValues: [EvdevCode: Int32]) -> [InputEvent] {
+    package mutating func deviceOpened(switchValues: [EvdevCode: Int32]) -> [InputEvent] {
         heldKeys = []
         return currentState(switchValues: switchValues)
     }
 
     /// A resynchronisation after SYN_DROPPED ended with the device's switches at `switchValues`: the positions that
     /// differ from those last reported. Normally none, as libevdev's replayed changes have already been translated.
-    public mutating func resynchronised(switchValues: [EvdevCode: Int32]) -> [InputEvent] {
+    package mutating func resynchronised(switchValues: [EvdevCode: Int32]) -> [InputEvent] {
         switchCodes.compactMap { code in
             guard let value = switchValues[code], reportedSwitches[code] != value, let role = roles[code] else {
                 return nil
@@ -126,7 +126,7 @@ public struct EvdevEventTranslator: Hashable, Sendable {
     }
 
     /// The device went away: releases for the volume buttons still held, which will never be released otherwise.
-    public mutating func deviceLost() -> [InputEvent] {
+    package mutating func deviceLost() -> [InputEvent] {
         defer { heldKeys = [] }
         return heldKeys.sorted().compactMap { code in
             guard case .volumeButton(let button) = roles[code] else { return nil }
@@ -141,7 +141,7 @@ public struct EvdevEventTranslator: Hashable, Sendable {
     /// position (from `switchValues`) still differs from what was reported is reported, and normal reading goes on.
     /// Normal reading stops after `budget` events, so a device that never stops cannot starve the caller; the rest
     /// stay readable.
-    public mutating func drain(
+    package mutating func drain(
         budget: Int,
         read: (EvdevReadMode) -> EvdevReadResult,
         switchValues: () -> [EvdevCode: Int32]
@@ -175,7 +175,7 @@ public struct EvdevEventTranslator: Hashable, Sendable {
     }
 
     /// The event a switch in position `value` reports, or nil for roles without a position.
-    public static func position(_ role: EvdevRole, value: Int32) -> InputEvent? {
+    package static func position(_ role: EvdevRole, value: Int32) -> InputEvent? {
         switch role {
         case .headphoneSwitch: .headphones(value != 0 ? .plugged : .unplugged, source: .evdev)
         case .silenceSwitch(let activeValue): .silenceSwitch(value == activeValue ? .silent : .ring)
@@ -185,7 +185,7 @@ public struct EvdevEventTranslator: Hashable, Sendable {
 }
 
 /// How libevdev is asked for the next event: normally, or in sync mode while it replays what a SYN_DROPPED hid.
-public enum EvdevReadMode: Hashable, Sendable {
+package enum EvdevReadMode: Hashable, Sendable {
     /// LIBEVDEV_READ_FLAG_NORMAL.
     case normal
     /// LIBEVDEV_READ_FLAG_SYNC.
@@ -193,7 +193,7 @@ public enum EvdevReadMode: Hashable, Sendable {
 }
 
 /// What one libevdev_next_event call gave, in the translator's terms.
-public enum EvdevReadResult: Hashable, Sendable {
+package enum EvdevReadResult: Hashable, Sendable {
     /// An event: LIBEVDEV_READ_STATUS_SUCCESS, or in sync mode LIBEVDEV_READ_STATUS_SYNC (a replayed change).
     case event(EvdevCode, value: Int32, time: Instant)
     /// SYN_DROPPED: LIBEVDEV_READ_STATUS_SYNC in normal mode; the kernel dropped events.
@@ -205,13 +205,13 @@ public enum EvdevReadResult: Hashable, Sendable {
 }
 
 /// What ``EvdevEventTranslator/drain(budget:read:switchValues:)`` read.
-public struct EvdevDrainResult: Hashable, Sendable {
+package struct EvdevDrainResult: Hashable, Sendable {
     /// The hush events, in order.
-    public var events: [TimedInputEvent] = []
+    package var events: [TimedInputEvent] = []
     /// One entry per SYN_DROPPED resynchronised: how many changes libevdev replayed.
-    public var resynchronisations: [Int] = []
+    package var resynchronisations: [Int] = []
     /// The errno that ended reading, or nil when everything pending was read (or the budget spent).
-    public var failure: Int32?
+    package var failure: Int32?
 
-    public init() {}
+    package init() {}
 }

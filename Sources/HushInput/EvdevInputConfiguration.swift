@@ -19,32 +19,32 @@ public enum EvdevDeviceSelector: Hashable, Sendable, CustomStringConvertible {
 /// One evdev input device and what its keys and switches mean.
 public struct EvdevInputConfiguration: Hashable, Sendable {
     /// The device to read.
-    public var device: EvdevDeviceSelector
+    package var device: EvdevDeviceSelector
     /// Take the device for hush alone (EVIOCGRAB), so that no other program (a console, a desktop) also acts on its
     /// keys.
-    public var grab: Bool
+    package var grab: Bool
     /// What each key or switch means; codes not in the map are ignored.
-    public var keyMap: [EvdevCode: EvdevRole]
+    package var keyMap: [EvdevCode: EvdevRole]
     /// The switch that is the silence switch (for example SW_MUTE_DEVICE from a gpio-keys overlay), or nil.
-    public var silenceSwitch: EvdevCode?
+    package var silenceSwitch: EvdevCode?
     /// The silence switch value that means silent.
-    public var silenceActiveValue: Int32
+    package var silenceActiveValue: Int32
     /// Start even when the device is absent, and open it when it appears. Otherwise a missing device stops start-up.
-    public var optional: Bool
+    package var optional: Bool
     /// Where device nodes appear and disappear; devices are looked up by name here.
-    public var watchDirectory: String
+    package var watchDirectory: String
     /// How soon to try again when a node appeared but could not be opened yet: udev sets its owner and mode just
     /// after the kernel creates it.
-    public var retryInterval: Duration
+    package var retryInterval: Duration
 
     /// The default key map: volume keys, media keys, the mute key (push on / push off) and the headphone switch.
-    public static let defaultKeyMap: [EvdevCode: EvdevRole] = [
+    package static let defaultKeyMap: [EvdevCode: EvdevRole] = [
         .volumeUp: .volumeButton(.up), .volumeDown: .volumeButton(.down), .playPause: .mediaKey(.playPause),
         .play: .mediaKey(.play), .pause: .mediaKey(.pause), .nextSong: .mediaKey(.next),
         .previousSong: .mediaKey(.previous), .mute: .muteKey, .headphoneInsert: .headphoneSwitch,
     ]
 
-    public init(
+    package init(
         device: EvdevDeviceSelector,
         grab: Bool = false,
         keyMap: [EvdevCode: EvdevRole] = defaultKeyMap,
@@ -68,7 +68,7 @@ public struct EvdevInputConfiguration: Hashable, Sendable {
     ///
     /// With a silence switch configured, mute keys are dropped: the switch's position and a push-on/push-off key
     /// cannot both own the silence state (the key would flip it away from where the switch stands).
-    public var roles: [EvdevCode: EvdevRole] {
+    package var roles: [EvdevCode: EvdevRole] {
         guard let silenceSwitch else { return keyMap }
         var roles = keyMap.filter { $0.value != .muteKey }
         roles[silenceSwitch] = .silenceSwitch(activeValue: silenceActiveValue)

@@ -19,12 +19,12 @@ import Glibc
 ///   appears it is reopened and its switch positions reported again.
 ///
 /// - Important: not thread-safe; the daemon's input loop owns it.
-public final class EvdevInputSource: InputSource {
-    public let configuration: EvdevInputConfiguration
+package final class EvdevInputSource: InputSource {
+    package let configuration: EvdevInputConfiguration
     /// "evdev device 'gpio-keys' (/dev/input/event3)" once opened; "evdev device 'gpio-keys'" before.
-    public private(set) var name: String
+    package private(set) var name: String
     /// How many times the kernel dropped events (SYN_DROPPED) and the state was resynchronised.
-    public private(set) var resynchronisations = 0
+    package private(set) var resynchronisations = 0
 
     private let logger: Logger
     private let watch: DirectoryWatch
@@ -47,7 +47,7 @@ public final class EvdevInputSource: InputSource {
     ///
     /// - Throws: ``HushCore/HardwareError`` when the device is missing (and not optional), is not an evdev device,
     ///   cannot be opened for lack of permission, or is grabbed by another program; its message says what to do.
-    public init(_ configuration: EvdevInputConfiguration, logger: Logger) throws(HardwareError) {
+    package init(_ configuration: EvdevInputConfiguration, logger: Logger) throws(HardwareError) {
         self.configuration = configuration
         self.logger = logger
         translator = EvdevEventTranslator(roles: configuration.roles)
@@ -75,23 +75,23 @@ public final class EvdevInputSource: InputSource {
         }
     }
 
-    public var pollDescriptor: Int32? { watch.epoll }
+    package var pollDescriptor: Int32? { watch.epoll }
 
-    public var nextDeadline: Instant? { device == nil ? retryAt : nil }
+    package var nextDeadline: Instant? { device == nil ? retryAt : nil }
 
     /// The node the device was opened from, while it is open.
-    public var openPath: String? { device?.path }
+    package var openPath: String? { device?.path }
 
     /// The positions of the configured switches, read from the device; empty while it is absent. Keys held now are
     /// not reported.
-    public func currentState(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
+    package func currentState(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         guard let device else { return [] }
         return translator.currentState(switchValues: switchValues(of: device)).map { TimedInputEvent($0, at: now) }
     }
 
     /// The events since the last call, with the kernel's timestamps; also notices the device leaving and coming
     /// back. Never throws: a device that goes away is waited for, and the reason logged.
-    public func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
+    package func readEvents(now: Instant) throws(HardwareError) -> [TimedInputEvent] {
         var out: [TimedInputEvent] = []
         if let device { read(device, now: now, into: &out) }
         var changed = false
@@ -347,7 +347,7 @@ public final class EvdevInputSource: InputSource {
     /// The event nodes in `directory` (event0, event1, … in number order) and the names of their devices.
     ///
     /// A node that cannot be opened is listed with the reason; under /dev/input its name still comes from sysfs.
-    public static func devices(in directory: String = "/dev/input") throws(HardwareError) -> [EvdevDeviceNode] {
+    package static func devices(in directory: String = "/dev/input") throws(HardwareError) -> [EvdevDeviceNode] {
         let entries: [String]
         do {
             entries = try Syscall.directoryEntries(directory)
@@ -383,22 +383,22 @@ public final class EvdevInputSource: InputSource {
 }
 
 /// An event node and the name of the device behind it, as ``EvdevInputSource/devices(in:)`` lists them.
-public struct EvdevDeviceNode: Hashable, Sendable, CustomStringConvertible {
+package struct EvdevDeviceNode: Hashable, Sendable, CustomStringConvertible {
     /// "/dev/input/event3".
-    public var path: String
+    package var path: String
     /// The device's name, or nil when it is not known.
-    public var name: String?
+    package var name: String?
     /// The errno that stopped hush opening the node, or nil when it could.
-    public var openError: Int32?
+    package var openError: Int32?
 
-    public init(path: String, name: String?, openError: Int32? = nil) {
+    package init(path: String, name: String?, openError: Int32? = nil) {
         self.path = path
         self.name = name
         self.openError = openError
     }
 
     /// "'gpio-keys' (/dev/input/event3)", "'Power Button' (/dev/input/event1: permission denied)".
-    public var description: String {
+    package var description: String {
         switch (name, openError) {
         case (let name?, let code?): "'\(name)' (\(path): \(OpenDevice.reason(code)))"
         case (let name?, nil): "'\(name)' (\(path))"

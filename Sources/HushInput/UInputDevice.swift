@@ -13,11 +13,11 @@ import Glibc
 /// switch and the silence switch. It needs write access to /dev/uinput (root, or a udev rule).
 ///
 /// The device disappears on ``close()`` or when the object is released, as unplugging it would.
-public final class UInputDevice {
+package final class UInputDevice {
     /// The name readers see (EVIOCGNAME), which ``EvdevDeviceSelector/name(_:)`` matches.
-    public let name: String
+    package let name: String
     /// The keys and switches the device can send.
-    public let codes: [EvdevCode]
+    package let codes: [EvdevCode]
     private var uinput: OpaquePointer?
 
     /// Creates a device called `name` that can send `codes` (EV_KEY and EV_SW codes), its switches starting at the
@@ -25,7 +25,7 @@ public final class UInputDevice {
     ///
     /// - Throws: ``HushCore/HardwareError`` when /dev/uinput is missing (the uinput module is not loaded), not
     ///   permitted, or the kernel refuses the device.
-    public init(name: String, codes: [EvdevCode], switches: [EvdevCode: Int32] = [:]) throws(HardwareError) {
+    package init(name: String, codes: [EvdevCode], switches: [EvdevCode: Int32] = [:]) throws(HardwareError) {
         self.name = name
         self.codes = codes
         guard let template = libevdev_new() else {
@@ -66,13 +66,13 @@ public final class UInputDevice {
     deinit { close() }
 
     /// The node the kernel made, e.g. "/dev/input/event3", while the device exists (nil if libevdev cannot tell).
-    public var devicePath: String? {
+    package var devicePath: String? {
         guard let uinput, let node = libevdev_uinput_get_devnode(uinput) else { return nil }
         return String(cString: node)
     }
 
     /// Sends one event; readers see it after the next ``sync()``.
-    public func emit(type: UInt32, code: UInt32, value: Int32) throws(HardwareError) {
+    package func emit(type: UInt32, code: UInt32, value: Int32) throws(HardwareError) {
         guard let uinput else {
             throw HardwareError(
                 operation: "send an event to",
@@ -93,28 +93,28 @@ public final class UInputDevice {
     }
 
     /// Sends one event for `code`: for keys 1 presses, 0 releases, 2 is an auto-repeat; for switches the position.
-    public func emit(_ code: EvdevCode, value: Int32) throws(HardwareError) {
+    package func emit(_ code: EvdevCode, value: Int32) throws(HardwareError) {
         try emit(type: code.type, code: code.code, value: value)
     }
 
     /// Ends a report (SYN_REPORT): readers see the events sent since the last one.
-    public func sync() throws(HardwareError) {
+    package func sync() throws(HardwareError) {
         try emit(type: UInt32(EV_SYN), code: UInt32(SYN_REPORT), value: 0)
     }
 
     /// Presses or releases a key, and ends the report.
-    public func key(_ code: EvdevCode, pressed: Bool) throws(HardwareError) {
+    package func key(_ code: EvdevCode, pressed: Bool) throws(HardwareError) {
         try emit(code, value: pressed ? 1 : 0)
         try sync()
     }
 
     /// Destroys the device: its node disappears and readers get ENODEV. Calling it again does nothing.
-    public func close() {
+    package func close() {
         guard let uinput else { return }
         libevdev_uinput_destroy(uinput)  // also closes /dev/uinput, which libevdev opened
         self.uinput = nil
     }
 
     /// The same as ``close()``.
-    public func destroy() { close() }
+    package func destroy() { close() }
 }

@@ -16,7 +16,7 @@ import Glibc
 ///
 /// - Important: use from one thread (the daemon's loop). The mixer's real-time side runs elsewhere and is reached
 ///   only through the engine's rings.
-public final class AudioController {
+package final class AudioController {
     /// What a session plays.
     public enum Sound: Hashable, Sendable, CustomStringConvertible {
         /// A file: held in memory up to ``clipSeconds``, streamed from disk beyond.
@@ -26,7 +26,7 @@ public final class AudioController {
         /// A sine tone at half scale, looped seamlessly (test tones, the console's `play tone`).
         case tone(Double)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .file(let path), .stream(let path): path
             case .tone(let hertz): "a \(hertz.formatted) Hz tone"
@@ -35,21 +35,21 @@ public final class AudioController {
     }
 
     /// Why a sound could not be played: the file and the reason, or the session.
-    public struct SoundError: Error, Hashable, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct SoundError: Error, Hashable, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
-    public private(set) var policy: AudioPolicy
-    public let engine: MixerEngine
-    public let mixer: MixerController
+    package private(set) var policy: AudioPolicy
+    package let engine: MixerEngine
+    package let mixer: MixerController
     /// Directories play requests may read from (their real paths); nil allows any path (offline renders).
-    public let soundDirectories: [String]?
+    package let soundDirectories: [String]?
     /// Files longer than this are streamed from disk instead of held in memory.
-    public var clipSeconds = 30.0
+    package var clipSeconds = 30.0
     /// Called with every batch of decisions, the event that caused them, and when.
-    public var onDecisions: ([Decision], _ cause: String, _ time: Instant) -> Void = { _, _, _ in }
+    package var onDecisions: ([Decision], _ cause: String, _ time: Instant) -> Void = { _, _, _ in }
     /// Called when a session's sound played to its end (before the policy hears of it).
-    public var onFinished: (SessionID) -> Void = { _ in }
+    package var onFinished: (SessionID) -> Void = { _ in }
 
     private var clips: [Sound: AudioBuffer] = [:]
     private var streams: [SessionID: Stream] = [:]
@@ -63,7 +63,7 @@ public final class AudioController {
         var rewind = false
     }
 
-    public init(
+    package init(
         configuration: PolicyConfiguration,
         persisted: PersistedVolumes?,
         format: MixerFormat,
@@ -77,7 +77,7 @@ public final class AudioController {
 
     /// Applies the start-up decisions (volumes, bus gains, route).
     @discardableResult
-    public func start(at time: Instant) -> [Decision] {
+    package func start(at time: Instant) -> [Decision] {
         let made = policy.start(at: time)
         apply(made, cause: "start-up", at: time)
         return made
@@ -85,17 +85,17 @@ public final class AudioController {
 
     /// Hands `event` to the policy and carries out its decisions.
     @discardableResult
-    public func handle(_ event: PolicyEvent, at time: Instant, cause: String? = nil) -> [Decision] {
+    package func handle(_ event: PolicyEvent, at time: Instant, cause: String? = nil) -> [Decision] {
         let made = policy.handle(event, at: time)
         apply(made, cause: cause ?? event.description, at: time)
         return made
     }
 
     /// When ``service(at:)`` must run even if nothing else happens (a held button's next repeat).
-    public var nextDeadline: Instant? { policy.nextDeadline }
+    package var nextDeadline: Instant? { policy.nextDeadline }
 
     /// Lets time pass: held-button repeats, voices that finished, streams kept decoded ahead.
-    public func service(at now: Instant) {
+    package func service(at now: Instant) {
         while let deadline = policy.nextDeadline, deadline <= now {
             handle(.timePassed, at: deadline, cause: "time passed")
         }
@@ -118,7 +118,7 @@ public final class AudioController {
     /// Gives `session` its sound, replacing any it had. The sound starts paused (play it with `.play`), unless the
     /// session is playing already: then the new sound replaces the old at once, at the session's gain, because the
     /// policy answers a second `.play` with "already playing" and no command.
-    public func attach(_ sound: Sound, to session: SessionID, loop: Bool) throws(SoundError) {
+    package func attach(_ sound: Sound, to session: SessionID, loop: Bool) throws(SoundError) {
         try attachSound(sound, to: session, loop: loop)
         continueIfPlaying(session)
     }
@@ -185,7 +185,7 @@ public final class AudioController {
     }
 
     /// Attaches a live source (a capture feeder's ring) to `session`.
-    public func attach(ring: SampleRing, to session: SessionID) throws(SoundError) {
+    package func attach(ring: SampleRing, to session: SessionID) throws(SoundError) {
         guard let record = policy.session(session) else { throw SoundError(description: "there is no \(session)") }
         detachSound(of: session)
         do {
@@ -198,7 +198,7 @@ public final class AudioController {
 
     /// Attaches an application's stream (the `hush` ALSA device) to `session`: a voice the engine pulls frames from.
     /// The caller keeps the pull's context alive until `mixer.isReleased(pull:)`.
-    public func attach(pull: VoicePull, to session: SessionID) throws(SoundError) {
+    package func attach(pull: VoicePull, to session: SessionID) throws(SoundError) {
         guard let record = policy.session(session) else { throw SoundError(description: "there is no \(session)") }
         detachSound(of: session)
         do {
@@ -211,13 +211,13 @@ public final class AudioController {
 
     /// Takes the sound away from a session that stays (an application closed the stream it attached to a session
     /// of its own); its gain stays.
-    public func removeSound(of session: SessionID) { detachSound(of: session) }
+    package func removeSound(of session: SessionID) { detachSound(of: session) }
 
     /// The sessions that have a sound.
-    public var sessionsWithSound: [SessionID] { mixer.attachedSessions }
+    package var sessionsWithSound: [SessionID] { mixer.attachedSessions }
 
     /// Clips held in memory, for status: how many and how many bytes.
-    public var clipMemory: (count: Int, bytes: Int) {
+    package var clipMemory: (count: Int, bytes: Int) {
         (clips.count, clips.values.reduce(0) { $0 + $1.frameCount * $1.channels * MemoryLayout<Float>.size })
     }
 

@@ -13,7 +13,7 @@ import Glibc
 ///
 /// - Important: `write` runs on the audio thread; everything else (opening, `close`) on the control side, even for
 ///   a device the audio thread found gone (see ``AudioOutputThread``).
-public protocol PCMOutput: AnyObject {
+package protocol PCMOutput: AnyObject {
     /// What the device granted: the engine renders in this format.
     var granted: PlaybackConfiguration { get }
     /// Queues `frames` frames, blocking until the device takes them.
@@ -31,10 +31,10 @@ public protocol PCMOutput: AnyObject {
 
 extension PCMOutput {
     /// A device that needs no stopping (a test's fake): writes simply stop while idle.
-    public func halt() {}
-    public func resume() -> PCMWriteResult { .written }
+    package func halt() {}
+    package func resume() -> PCMWriteResult { .written }
 
-    public var describeGrant: String {
+    package var describeGrant: String {
         "granted \(granted.sampleRate) Hz, \(granted.channels) ch, \(granted.format), \(granted.periodFrames)×\(granted.periods)"
     }
 }
@@ -61,44 +61,44 @@ extension ALSAPlayback: PCMOutput {}
 ///   control side makes and frees, through two atomic slots: ``handOver(_:requested:)`` in, ``service()`` back
 ///   out. The device-loss path and the route change both follow this rule (docs/architecture.md, "The audio
 ///   thread").
-public final class AudioOutputThread: @unchecked Sendable {
+package final class AudioOutputThread: @unchecked Sendable {
     /// What the control side can read at any time.
-    public final class Counters: Sendable {
-        public let underruns = Atomic<Int>(0)
-        public let deviceLosses = Atomic<Int>(0)
-        public let reopenings = Atomic<Int>(0)
+    package final class Counters: Sendable {
+        package let underruns = Atomic<Int>(0)
+        package let deviceLosses = Atomic<Int>(0)
+        package let reopenings = Atomic<Int>(0)
         /// Devices that opened again but granted another rate, channel count or period than the engine renders
         /// (so they were closed again), and the period the last of them granted.
-        public let refusals = Atomic<Int>(0)
-        public let refusedPeriodFrames = Atomic<Int>(0)
-        public let writeErrors = Atomic<Int>(0)
-        public let periods = Atomic<Int>(0)
+        package let refusals = Atomic<Int>(0)
+        package let refusedPeriodFrames = Atomic<Int>(0)
+        package let writeErrors = Atomic<Int>(0)
+        package let periods = Atomic<Int>(0)
         /// 1 while the device is open and being fed.
-        public let deviceOpen = Atomic<Int>(0)
+        package let deviceOpen = Atomic<Int>(0)
         /// Devices switched to at a route change.
-        public let handovers = Atomic<Int>(0)
+        package let handovers = Atomic<Int>(0)
         /// Route changes that cross-faded from the old device to the new one (the rest started from silence: the
         /// old device was lost, or there was none).
-        public let crossfades = Atomic<Int>(0)
+        package let crossfades = Atomic<Int>(0)
         /// The longest time from the start of one period to the start of the next, in nanoseconds, since the
         /// control side last took it (`exchange(0)`). About a period when all is well, since the blocking write
         /// paces the loop; far longer when the thread was held off — by the CPU, a higher-priority thread or a
         /// stall of the whole machine — which is what lies behind most underruns. Reading the monotonic clock
         /// twice a period is the whole cost: no system call (vDSO), no allocation, no lock.
-        public let longestGap = Atomic<Int>(0)
+        package let longestGap = Atomic<Int>(0)
         /// The longest render of one period, in nanoseconds, since last taken: hushd's own share of a period.
-        public let longestRender = Atomic<Int>(0)
+        package let longestRender = Atomic<Int>(0)
         /// 1 while the thread is idle: the device stopped, the thread asleep until woken.
-        public let idle = Atomic<Int>(0)
+        package let idle = Atomic<Int>(0)
         /// Times the thread went idle, and times it was woken from idle.
-        public let idlings = Atomic<Int>(0)
-        public let wakings = Atomic<Int>(0)
+        package let idlings = Atomic<Int>(0)
+        package let wakings = Atomic<Int>(0)
         init() {}
     }
 
     /// What most likely caused underruns, from the longest gap between periods and the longest render in the
     /// same stretch: a sentence for hushd's log.
-    public static func diagnosis(gap: Duration, render: Duration, period: Duration, queued: Duration) -> String {
+    package static func diagnosis(gap: Duration, render: Duration, period: Duration, queued: Duration) -> String {
         func ms(_ duration: Duration) -> String {
             let value = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
             guard value < 10 else { return "\(Int(value.rounded())) ms" }
@@ -121,27 +121,27 @@ public final class AudioOutputThread: @unchecked Sendable {
         return "\(figures): the audio thread kept time; the device or its driver did not"
     }
 
-    public let engine: MixerEngine
-    public let configuration: PlaybackConfiguration
+    package let engine: MixerEngine
+    package let configuration: PlaybackConfiguration
     /// What the device granted at start: a reopened device must grant the same to be used.
-    public let granted: PlaybackConfiguration
-    public let counters = Counters()
+    package let granted: PlaybackConfiguration
+    package let counters = Counters()
     /// How long an underrun's fade-in lasts.
-    public var recoveryFade: Duration = .milliseconds(5)
+    package var recoveryFade: Duration = .milliseconds(5)
     /// How long a route change between two devices cross-fades: both play, the old fading out as the new fades in,
     /// so the move has no gap, no fade-in from silence and no jump in the waveform. At least one period.
-    public var crossfade: Duration = .milliseconds(5)
+    package var crossfade: Duration = .milliseconds(5)
     /// The realtime priority to ask for (1–99); 0 keeps normal scheduling.
-    public let priority: Int32
+    package let priority: Int32
     /// Called on the audio thread after each period's mix, with the period's frames (capture streams). Set before
     /// ``start()``. While it wants periods (a recorder or a relay runs) the thread does not go idle.
-    public var periodHook: PeriodHook?
+    package var periodHook: PeriodHook?
     /// How long nothing must have been heard (``MixerEngine/quietFrames``: no voice playing, no ramp or fade
     /// moving) before the thread stops the device and sleeps; nil never does (`[output] keep_warm`, `hushd play`).
     /// At least the device's queue, so only silence is dropped when it stops. Set before ``start()``.
-    public var idleAfter: Duration?
+    package var idleAfter: Duration?
     /// Whether the thread is idle now (the device stopped, no wake-ups): for status and the loop's deadlines.
-    public var isIdle: Bool { counters.idle.load(ordering: .relaxed) == 1 }
+    package var isIdle: Bool { counters.idle.load(ordering: .relaxed) == 1 }
     /// 1 from when the audio thread decides to go idle until someone takes it back to 0; whoever does (the control
     /// side in ``wake()``, or the thread itself when it finds work before sleeping) is the one that settles the
     /// wake-up, so the eventfd is written at most once per idle stretch and never missed.
@@ -150,7 +150,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// (out of descriptors): the thread then never goes idle.
     private let wakeEvent = try? WakeEvent()
     /// Frames the device holds after a write: how far behind the mix the speaker is (a stream's delay).
-    public var queuedFrames: Int { granted.periodFrames * max(1, granted.periods) }
+    package var queuedFrames: Int { granted.periodFrames * max(1, granted.periods) }
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
     /// The box of the device the audio thread writes to (0 while it has none), with the reference it holds: owned
@@ -192,7 +192,7 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// Opens the device (so configuration errors surface here, on the control side) and prepares the engine's
     /// format to match what was granted.
-    public convenience init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
+    package convenience init(engine: MixerEngine, playback: ALSAPlayback, priority: Int32 = 70, logger: Logger) {
         self.init(engine: engine, output: playback, requested: playback.requested, priority: priority, logger: logger)
     }
 
@@ -201,7 +201,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     ///     device is not there yet (a card whose driver comes up after hushd): ``service()`` opens it as it would
     ///     reopen a lost one, and then it must grant the rate, channels and period asked for.
     ///   - open: how to reopen a lost device (ALSA unless given); called from ``service()``.
-    public init(
+    package init(
         engine: MixerEngine,
         output: (any PCMOutput)?,
         requested: PlaybackConfiguration,
@@ -226,14 +226,14 @@ public final class AudioOutputThread: @unchecked Sendable {
     /// Whether ``start()`` locks the process's memory (``lockMemory(logger:)``): `hushd play` sets it. hushd locks
     /// once its start-up is over, after handing back what only start-up needed (`ResidentMemory`); tests leave it
     /// off, so the test process is not locked.
-    public var locksMemory = false
+    package var locksMemory = false
 
     /// Locks every page of the process as it is touched from now on, and those present now
     /// (`mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT)`): nothing mapped is faulted in for it, and a page the
     /// audio thread has touched is never paged out under it. Logs a warning when refused (RLIMIT_MEMLOCK).
     /// - Returns: whether the memory is locked.
     @discardableResult
-    public static func lockMemory(logger: Logger) -> Bool {
+    package static func lockMemory(logger: Logger) -> Bool {
         guard mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0 else {
             logger.warning(
                 "cannot lock hushd's memory (\(String(cString: strerror(errno)))): a page fault may cause an underrun; raise LimitMEMLOCK"
@@ -244,7 +244,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     }
 
     /// Starts the thread. Logs, on the control side, what scheduling it got.
-    public func start() throws(HardwareError) {
+    package func start() throws(HardwareError) {
         guard !running.load(ordering: .acquiring) else { return }
         running.store(true, ordering: .releasing)
         if locksMemory { Self.lockMemory(logger: logger) }
@@ -269,7 +269,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     }
 
     /// Stops the thread and waits for it; closes every device it held or that was on its way.
-    public func stop() {
+    package func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
         wake()
@@ -293,7 +293,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     ///
     /// - Returns: false when the device's format differs from what the engine renders.
     @discardableResult
-    public func handOver(_ device: any PCMOutput, requested: PlaybackConfiguration) -> Bool {
+    package func handOver(_ device: any PCMOutput, requested: PlaybackConfiguration) -> Bool {
         guard Self.sameFormat(device.granted, granted) else { return false }
         send(Handover(device: device, requested: requested, reason: .route))
         return true
@@ -301,7 +301,7 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// Control side, from the loop: closes what the audio thread let go of (a device replaced at a route change, or
     /// lost) and, while the device is lost, reopens it when due (``untilNextReopening``) and hands it over.
-    public func service() {
+    package func service() {
         // Whatever this iteration of the loop asked of the engine (a sound, a stream's start, a route's device, a
         // recorder) is in its rings now: an idle thread wakes for it before anything of it is rendered.
         defer { wakeIfNeeded() }
@@ -325,7 +325,7 @@ public final class AudioOutputThread: @unchecked Sendable {
 
     /// Wakes the idle thread: it prepares the device and renders the next period at once. Harmless (one atomic
     /// load) when it is not idle. Control side, after pushing what it wants played.
-    public func wake() {
+    package func wake() {
         // Pairs with the fence in ``goIdle()``: either the thread sees what was pushed before this, or this sees
         // that it is idle.
         atomicMemoryFence(ordering: .sequentiallyConsistent)
@@ -336,7 +336,7 @@ public final class AudioOutputThread: @unchecked Sendable {
     }
 
     /// Wakes the idle thread if anything waits for it: commands for the engine, a device handed over, a recorder.
-    public func wakeIfNeeded() {
+    package func wakeIfNeeded() {
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         if idleState.load(ordering: .sequentiallyConsistent) == 1 && workWaiting() { wake() }
     }
@@ -376,12 +376,12 @@ public final class AudioOutputThread: @unchecked Sendable {
     }
 
     /// How long until ``service()`` next tries to open the lost device (zero when due), nil while it is not lost.
-    public var untilNextReopening: Duration? {
+    package var untilNextReopening: Duration? {
         nextReopening.map { .nanoseconds(max(0, $0 - Self.monotonicNanoseconds())) }
     }
 
     /// Closes the devices the audio thread let go of; a lost one is reopened from ``service()``. Control side.
-    public func reap() {
+    package func reap() {
         let bits = outgoing.exchange(0, ordering: .acquiringAndReleasing)
         guard bits != 0 else { return }
         let box = Self.unbox(bits)

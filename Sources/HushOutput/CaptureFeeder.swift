@@ -19,18 +19,18 @@ import Glibc
 /// card only when its last handle closes — and opened again 100 ms later, then every 250 ms, until it is back.
 /// Meanwhile the ring gets nothing and readers get silence. ``lost`` says which, ``reopenings`` how often it came
 /// back.
-public final class CaptureFeeder: @unchecked Sendable {
-    public let ring: SampleRing
+package final class CaptureFeeder: @unchecked Sendable {
+    package let ring: SampleRing
     /// What the device granted when it was first opened (a reopened one must grant the same).
-    public let granted: PlaybackConfiguration
+    package let granted: PlaybackConfiguration
     /// Frames dropped because the ring was full.
-    public let dropped = Atomic<Int>(0)
+    package let dropped = Atomic<Int>(0)
     /// Reads that failed and closed the device.
-    public let failedReads = Atomic<Int>(0)
+    package let failedReads = Atomic<Int>(0)
     /// Whether the device is closed after a failure and being opened again.
-    public let lost = Atomic<Bool>(false)
+    package let lost = Atomic<Bool>(false)
     /// Times the device was opened again after a failure.
-    public let reopenings = Atomic<Int>(0)
+    package let reopenings = Atomic<Int>(0)
     private let requested: PlaybackConfiguration
     private var capture: ALSACapture?
     private let running = Atomic<Bool>(false)
@@ -39,7 +39,7 @@ public final class CaptureFeeder: @unchecked Sendable {
     private var reportedLost = false
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
-    public init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError)
+    package init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError)
     {
         requested = PlaybackConfiguration(
             pcm: pcm,
@@ -74,7 +74,7 @@ public final class CaptureFeeder: @unchecked Sendable {
     }
 
     /// Control side: the new value of ``lost`` when it changed since the last call (to say so once), else nil.
-    public func lostChanged() -> Bool? {
+    package func lostChanged() -> Bool? {
         let now = lost.load(ordering: .acquiring)
         guard now != reportedLost else { return nil }
         reportedLost = now
@@ -85,7 +85,7 @@ public final class CaptureFeeder: @unchecked Sendable {
     /// audio thread does (a microphone read late is a gap in a call). Returns the errno when the priority could
     /// not be had (the thread then runs with normal scheduling), 0 otherwise.
     @discardableResult
-    public func start(realtimePriority: Int32 = 0) throws(HardwareError) -> Int32 {
+    package func start(realtimePriority: Int32 = 0) throws(HardwareError) -> Int32 {
         running.store(true, ordering: .releasing)
         do {
             thread = try NamedThread(name: "hush-capture") { [self] in loop() }
@@ -98,7 +98,7 @@ public final class CaptureFeeder: @unchecked Sendable {
     }
 
     /// Stops the thread and waits for it.
-    public func stop() {
+    package func stop() {
         guard running.load(ordering: .acquiring), let thread else { return }
         running.store(false, ordering: .releasing)
         thread.join()

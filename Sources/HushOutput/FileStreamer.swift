@@ -12,13 +12,13 @@ import Glibc
 ///
 /// Offline (`hush-render`) the render loop tops the ring up before each period, so rendering stays
 /// deterministic; live (`hushd play`) the play loop does it every few milliseconds, off the audio thread.
-public final class FileStreamer {
-    public let reader: SoundFileReader
-    public let ring: SampleRing
+package final class FileStreamer {
+    package let reader: SoundFileReader
+    package let ring: SampleRing
     private var chunk: [Float]
 
     /// Opens `path`; `seconds` of audio are kept decoded ahead.
-    public init(_ path: String, sampleRate: Int, loop: Bool, seconds: Double = 2) throws(SoundFileError) {
+    package init(_ path: String, sampleRate: Int, loop: Bool, seconds: Double = 2) throws(SoundFileError) {
         reader = try SoundFileReader(path, sampleRate: sampleRate, loop: loop)
         ring = SampleRing(frames: Int(seconds * Double(sampleRate)), channels: reader.channels)
         chunk = [Float](repeating: 0, count: 1024 * reader.channels)
@@ -28,7 +28,7 @@ public final class FileStreamer {
     deinit { ring.deallocate() }
 
     /// Decodes until the ring is full or the file has ended.
-    public func topUp() {
+    package func topUp() {
         while ring.capacity - ring.available >= 1024 && !reader.ended {
             let frames = chunk.withUnsafeMutableBufferPointer { reader.read(into: $0.baseAddress!, frames: 1024) }
             guard frames > 0 else { break }
@@ -38,5 +38,5 @@ public final class FileStreamer {
     }
 
     /// The file has ended and the engine has taken every frame of it.
-    public var finished: Bool { reader.ended && ring.available == 0 }
+    package var finished: Bool { reader.ended && ring.available == 0 }
 }

@@ -12,23 +12,23 @@ import Glibc
 /// retried with backoff, and what the audio thread counted, logged.
 ///
 /// Control side only: every method runs on hushd's loop; the audio thread is ``output``.
-public final class OutputRouter {
+package final class OutputRouter {
     /// What the router is built from (hushd's `[output]`, `[routes]` and the fallback).
-    public struct Configuration {
+    package struct Configuration {
         /// The output device asked for; routes may name other PCMs.
-        public var output: PlaybackConfiguration
+        package var output: PlaybackConfiguration
         /// The device of each route that has its own; routes without one use `output`. Rate, channels and period
         /// must match `output`'s.
-        public var routeOutputs: [Route: PlaybackConfiguration]
+        package var routeOutputs: [Route: PlaybackConfiguration]
         /// Where sound goes when the output device does not open at start (nil: hushd waits for the device).
-        public var fallbackWAV: String?
-        public var realtimePriority: Int32
+        package var fallbackWAV: String?
+        package var realtimePriority: Int32
         /// How long nothing must be heard before the output stops and the audio thread sleeps; nil keeps it warm.
-        public var idleAfter: Duration?
+        package var idleAfter: Duration?
         /// Opens a playback device (ALSA in hushd; tests give devices of their own).
-        public var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput
+        package var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput
 
-        public init(
+        package init(
             output: PlaybackConfiguration,
             routeOutputs: [Route: PlaybackConfiguration],
             fallbackWAV: String?,
@@ -45,40 +45,40 @@ public final class OutputRouter {
         }
 
         /// The device a route plays on.
-        public func device(for route: Route) -> PlaybackConfiguration { routeOutputs[route] ?? output }
+        package func device(for route: Route) -> PlaybackConfiguration { routeOutputs[route] ?? output }
     }
 
     /// A route whose PCM would not open — another program holds it, or its card is missing — so the sound stays
     /// where it was while hushd tries that PCM again: first after ``PendingRoute/firstRetry``, then at doubling
     /// intervals up to every ``PendingRoute/longestRetry``, until it opens or another route is chosen.
-    public struct PendingRoute: Sendable {
-        public static let firstRetry = Duration.milliseconds(250)
-        public static let longestRetry = Duration.seconds(2)
-        public var route: Route
+    package struct PendingRoute: Sendable {
+        package static let firstRetry = Duration.milliseconds(250)
+        package static let longestRetry = Duration.seconds(2)
+        package var route: Route
         /// The PCM the route wants.
-        public var pcm: String
+        package var pcm: String
         /// Why the last attempt failed.
-        public var error: HardwareError
+        package var error: HardwareError
         /// Attempts so far, the first (at the route change) included.
-        public var attempts: Int
+        package var attempts: Int
         /// When the route changed.
-        public var since: Instant
+        package var since: Instant
         /// When the PCM is tried next.
-        public var nextAttempt: Instant
+        package var nextAttempt: Instant
         var interval: Duration
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let logger: Logger
     private let clock: any MonotonicClock
     /// The audio thread, once ``start(route:engine:periodHook:)`` made it.
-    public private(set) var output: AudioOutputThread?
+    package private(set) var output: AudioOutputThread?
     /// Where the sound goes now: a PCM name, or "file:PATH" for the WAV fallback.
-    public private(set) var description = "none"
+    package private(set) var description = "none"
     /// The PCM the audio thread writes to (or last wrote to, while it is lost).
-    public private(set) var currentPCM: String
+    package private(set) var currentPCM: String
     /// The route whose PCM would not open, while it is retried; nil once the sound goes where the route says.
-    public private(set) var pendingRoute: PendingRoute?
+    package private(set) var pendingRoute: PendingRoute?
     /// Whether the output has not opened once since start (the log then says it appeared, not that it is back).
     private var waitingSinceStart = false
     private var reported = (underruns: 0, losses: 0, reopenings: 0, refusals: 0)
@@ -86,7 +86,7 @@ public final class OutputRouter {
     /// Whether the log last said the output is idle.
     private var reportedIdle = false
 
-    public init(configuration: Configuration, clock: any MonotonicClock, logger: Logger) {
+    package init(configuration: Configuration, clock: any MonotonicClock, logger: Logger) {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
@@ -101,7 +101,7 @@ public final class OutputRouter {
     /// Failing instead would leave the board without its buttons, socket and console, and systemd stops
     /// restarting a unit that fails five times in 10 s.
     /// - Throws: when the fallback file cannot be made or the audio thread cannot start.
-    public func start(route: Route, engine: MixerEngine, periodHook: PeriodHook?) throws(HardwareError) {
+    package func start(route: Route, engine: MixerEngine, periodHook: PeriodHook?) throws(HardwareError) {
         let configuration = configuration.device(for: route)
         var device: (any PCMOutput)?
         do {
@@ -141,7 +141,7 @@ public final class OutputRouter {
     }
 
     /// Stops the audio thread and closes the device.
-    public func stop() {
+    package func stop() {
         output?.stop()
         output = nil
         pendingRoute = nil
@@ -151,7 +151,7 @@ public final class OutputRouter {
 
     /// A route with a PCM of its own: open it here (not on the audio thread) and hand it over. A PCM that will
     /// not open leaves the sound where it is and becomes the ``pendingRoute``, tried again from ``service()``.
-    public func switchOutput(to route: Route) {
+    package func switchOutput(to route: Route) {
         let configuration = configuration.device(for: route)
         let pcm = configuration.pcm
         guard let output, !description.hasPrefix("file:") else { return }
@@ -186,14 +186,14 @@ public final class OutputRouter {
 
     /// Lets time pass: the devices the audio thread let go of are closed, a lost one reopened, the pending route's
     /// PCM tried again when due, and what the audio thread counted logged. From the loop, never the audio thread.
-    public func service() {
+    package func service() {
         output?.service()
         retryPendingRoute()
         reportOutput()
     }
 
     /// When the loop must next call ``service()``: the pending route's next attempt, a lost device's reopening.
-    public var nextDeadline: Instant? {
+    package var nextDeadline: Instant? {
         let reopening = output?.untilNextReopening.map { clock.now() + $0 }
         return [pendingRoute?.nextAttempt, reopening].compactMap { $0 }.min()
     }
@@ -245,7 +245,7 @@ public final class OutputRouter {
     }
 
     /// "1.3 s", for the log and the console.
-    public static func seconds(_ duration: Duration) -> String {
+    package static func seconds(_ duration: Duration) -> String {
         DecimalText.fixed(Double(duration.milliseconds) / 1000, places: 1) + " s"
     }
 
@@ -338,7 +338,7 @@ public final class OutputRouter {
     // MARK: Status
 
     /// Counters of the output, for status.
-    public var counters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) {
+    package var counters: (underruns: Int, losses: Int, open: Bool, periods: Int, idle: Bool) {
         guard let counters = output?.counters else { return (0, 0, false, 0, false) }
         return (
             counters.underruns.load(ordering: .relaxed), counters.deviceLosses.load(ordering: .relaxed),
@@ -348,7 +348,7 @@ public final class OutputRouter {
     }
 
     /// The output latency in milliseconds: the periods queued in the device.
-    public var latencyMilliseconds: Double {
+    package var latencyMilliseconds: Double {
         let granted = output?.granted ?? configuration.output
         return Double(granted.periodFrames * granted.periods) * 1000 / Double(granted.sampleRate)
     }

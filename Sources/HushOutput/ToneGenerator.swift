@@ -5,10 +5,10 @@ import Glibc
 #endif
 
 /// Test and example tones, generated rather than shipped as files.
-public enum ToneGenerator {
+package enum ToneGenerator {
     /// A mono sine. With `loopable`, the frequency is nudged so a whole number of cycles fits, so a looped tone
     /// has no seam.
-    public static func sine(
+    package static func sine(
         frequency: Double,
         amplitude: Float,
         seconds: Double,

@@ -26,13 +26,13 @@ import Glibc
 ///   I/O there by nature; it allocates nothing (the paths are C strings made here) and never logs. When the
 ///   rotation fails (the disk is full, the directory went away), the file stops growing, as a full disk would
 ///   make it, and stays playable.
-public final class WAVFileOutput: PCMOutput {
-    public let granted: PlaybackConfiguration
-    public let path: String
+package final class WAVFileOutput: PCMOutput {
+    package let granted: PlaybackConfiguration
+    package let path: String
     /// The file that catches up: it becomes `path` at the next rotation.
-    public let nextPath: String
+    package let nextPath: String
     /// What `path` holds at most, and what `nextPath` holds when it replaces it (half).
-    public let maximumBytes: Int
+    package let maximumBytes: Int
     private let halfBytes: Int
     private let rotates: Bool
     private let paced: Bool
@@ -59,7 +59,7 @@ public final class WAVFileOutput: PCMOutput {
     ///   - keepSeconds: how much of the latest sound `path` holds at most (at least 2).
     ///   - paced: false writes as fast as the caller gives periods (tests); true waits for each period's time.
     /// - Throws: `HardwareError` naming the file when it cannot be created.
-    public init(
+    package init(
         path: String,
         configuration: PlaybackConfiguration,
         keepSeconds: Int = 60,
@@ -115,7 +115,7 @@ public final class WAVFileOutput: PCMOutput {
 
     /// What `path` holds, for the person at the console: how much sound and how to listen to it; nil when it is
     /// not a regular file (/dev/null).
-    public var listeningHint: String? {
+    package var listeningHint: String? {
         guard rotates else { return nil }
         let seconds = maximumBytes / (granted.sampleRate * granted.channels * 2)
         return "it holds the latest \(seconds / 2) to \(seconds) s of sound and is always playable: "
@@ -129,14 +129,14 @@ public final class WAVFileOutput: PCMOutput {
         silence.deallocate()
     }
 
-    public func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
+    package func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
         guard current >= 0 else { return .gone }
         if paced { waitForPeriod(frames: frames) }
         return append(buffer, frames: frames)
     }
 
     /// The audio thread goes idle: the file stops growing until ``resume()``.
-    public func halt() {
+    package func halt() {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         haltedAt = now.tv_sec * 1_000_000_000 + now.tv_nsec
@@ -145,7 +145,7 @@ public final class WAVFileOutput: PCMOutput {
     /// The audio thread wakes: the file gets the silence of the time it was idle (at most what it keeps), so that
     /// its time stays the speaker's time (tests and people measure when sounds start in it), and the pacing
     /// starts afresh.
-    public func resume() -> PCMWriteResult {
+    package func resume() -> PCMWriteResult {
         guard current >= 0 else { return .gone }
         guard haltedAt != 0 else { return .written }
         var now = timespec()
@@ -205,7 +205,7 @@ public final class WAVFileOutput: PCMOutput {
         return .written
     }
 
-    public func close() {
+    package func close() {
         if next >= 0 {
             Self.writeHeader(next, dataBytes: nextBytes, granted: granted)
             Glibc.close(next)

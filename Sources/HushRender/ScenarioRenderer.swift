@@ -162,7 +162,7 @@ public final class ScenarioRenderer {
     /// Plays the scenario in real time on `playback` through the audio thread; returns the thread's counters.
     ///
     /// The scenario's clock is the system's monotonic clock from the moment the thread starts.
-    public func play(
+    package func play(
         on playback: ALSAPlayback,
         priority: Int32,
         logger: Logger

@@ -9,7 +9,7 @@ import Glibc
 ///
 /// hushd runs one thread for everything but the audio: inputs, the control socket, the console, ALSA controls,
 /// the state file and timers all take turns here, so no lock guards the policy and no callback races another.
-public protocol LoopParticipant: AnyObject {
+package protocol LoopParticipant: AnyObject {
     /// The descriptors to poll now, with the events wanted (read back in `service`'s `ready`).
     var pollRequests: [pollfd] { get }
     /// When `service` must run even if no descriptor is ready.
@@ -20,12 +20,12 @@ public protocol LoopParticipant: AnyObject {
 
 /// SIGINT, SIGTERM and SIGHUP as readable events on a descriptor (signalfd), so hushd stops cleanly from its own
 /// loop: the state file is flushed, the device closed, the socket removed.
-public final class SignalDescriptor {
+package final class SignalDescriptor {
     package let descriptor: Int32
     private var mask = sigset_t()
 
     /// Blocks the signals for the whole process (threads started later inherit the mask) and opens the descriptor.
-    public init(_ signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]) throws(HardwareError) {
+    package init(_ signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]) throws(HardwareError) {
         sigemptyset(&mask)
         for signal in signals { sigaddset(&mask, signal) }
         pthread_sigmask(SIG_BLOCK, &mask, nil)

@@ -5,10 +5,10 @@ import Glibc
 #endif
 
 /// The system's monotonic clock (CLOCK_MONOTONIC): the timeline kernel input timestamps use too.
-public final class SystemClock: MonotonicClock, @unchecked Sendable {
-    public init() {}
+package final class SystemClock: MonotonicClock, @unchecked Sendable {
+    package init() {}
 
-    public func now() -> Instant {
+    package func now() -> Instant {
         var ts = timespec()
         // SAFETY: clock_gettime writes one timespec into the local; CLOCK_MONOTONIC always exists on Linux.
         let result = clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -17,7 +17,7 @@ public final class SystemClock: MonotonicClock, @unchecked Sendable {
     }
 
     /// Sleeps until `instant` (returns at once if it has passed).
-    public func sleep(until instant: Instant) {
+    package func sleep(until instant: Instant) {
         let remaining = instant.nanoseconds - now().nanoseconds
         guard remaining > 0 else { return }
         var request = timespec(tv_sec: Int(remaining / 1_000_000_000), tv_nsec: Int(remaining % 1_000_000_000))

@@ -16,16 +16,16 @@ import Glibc
 /// - Important: No call ever blocks: messages go out with `MSG_DONTWAIT`, so a stalled systemd cannot stall the
 ///   daemon's loop. A message that cannot be sent is dropped and the first such failure is logged (later ones
 ///   are not, or a missing socket would flood the journal once per watchdog period).
-public final class SystemdNotifier: Sendable {
+package final class SystemdNotifier: Sendable {
     /// Half the watchdog period systemd asked for (`WATCHDOG_USEC`), or nil when no watchdog is set for this
     /// process. Call ``watchdog()`` at least this often, from the loop whose liveness it should prove.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
 
     /// Whether a notification socket was given and opened: false outside systemd.
-    public var isEnabled: Bool { socket != nil }
+    package var isEnabled: Bool { socket != nil }
 
     /// The socket as systemd named it ("/run/systemd/notify", "@name" for an abstract one), for logs.
-    public let socketName: String?
+    package let socketName: String?
 
     private let socket: NotifySocket?
     private let failureLogged = Atomic<Bool>(false)
@@ -35,7 +35,7 @@ public final class SystemdNotifier: Sendable {
     ///
     /// A socket name hush cannot use (not a path, too long) or a socket that cannot be created is logged as a
     /// warning and leaves the notifier disabled: hushd still runs, but systemd will time out its start.
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
         self.logger = logger
         watchdogInterval = Self.watchdogInterval(environment: environment, pid: getpid(), logger: logger)
         guard let name = environment["NOTIFY_SOCKET"], !name.isEmpty else {
@@ -58,23 +58,23 @@ public final class SystemdNotifier: Sendable {
 
     /// Start-up is complete: the socket is listening and the audio device is open. `status` is what
     /// `systemctl status hushd` shows.
-    public func ready(status: String) {
+    package func ready(status: String) {
         send("READY=1\nSTATUS=\(Self.oneLine(status))")
     }
 
     /// A one-line status for `systemctl status hushd` ("playing: music; route speaker; volume 60%").
-    public func status(_ text: String) {
+    package func status(_ text: String) {
         send("STATUS=\(Self.oneLine(text))")
     }
 
     /// hushd is alive. Systemd restarts it when this does not arrive within `WatchdogSec=`.
-    public func watchdog() {
+    package func watchdog() {
         send("WATCHDOG=1")
     }
 
     /// hushd is re-reading its configuration; call ``ready(status:)`` when done. `MONOTONIC_USEC` lets
     /// `Type=notify-reload` (systemd 253 and later) tell this reload from an earlier one.
-    public func reloading(status: String) {
+    package func reloading(status: String) {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let microseconds = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
@@ -82,7 +82,7 @@ public final class SystemdNotifier: Sendable {
     }
 
     /// hushd is shutting down: systemd stops waiting for watchdog pings and reports "deactivating".
-    public func stopping() {
+    package func stopping() {
         send("STOPPING=1")
     }
 
@@ -123,14 +123,14 @@ public final class SystemdNotifier: Sendable {
 }
 
 /// Why a message could not reach systemd: what was attempted, on which socket, and the system's answer.
-public struct SystemdNotifyError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var operation: String
-    public var socket: String
-    public var errno: Int32?
-    public var message: String
+package struct SystemdNotifyError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var operation: String
+    package var socket: String
+    package var errno: Int32?
+    package var message: String
 
     /// "cannot send to systemd's notification socket /run/systemd/notify: Connection refused [errno 111]"
-    public var description: String {
+    package var description: String {
         "cannot \(operation) systemd's notification socket \(socket): \(message)"
             + (errno.map { " [errno \($0)]" } ?? "")
     }

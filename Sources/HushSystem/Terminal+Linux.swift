@@ -10,25 +10,25 @@ import Glibc
 /// The configuration holds one of these (`[console] baud`), so a speed the console cannot set is refused when the
 /// file is read, by `hushd check-config` as by hushd, and never at start-up.
 public struct BaudRate: Hashable, Sendable, CustomStringConvertible {
-    public let bitsPerSecond: Int
+    package let bitsPerSecond: Int
     package let speed: speed_t
 
     /// The speeds hush accepts: the usual 9600…921600, and the higher ones the Pi's UARTs and USB adapters reach.
     /// The one list: the configuration reader's message and the console both come from it.
-    public static let supported: [(Int, Int32)] = [
+    package static let supported: [(Int, Int32)] = [
         (9600, B9600), (19200, B19200), (38400, B38400), (57600, B57600), (115_200, B115200),
         (230_400, B230400), (460_800, B460800), (500_000, B500000), (576_000, B576000), (921_600, B921600),
         (1_000_000, B1000000), (1_500_000, B1500000), (2_000_000, B2000000), (3_000_000, B3000000),
     ]
 
     /// 115200, what the Pi's firmware and most serial adapters use, and `[console] baud`'s default.
-    public static let standard = BaudRate(checked: 115_200)
+    package static let standard = BaudRate(checked: 115_200)
 
     /// The supported speeds, for messages: "9600, 19200, …, 3000000".
-    public static var supportedList: String { supported.map { "\($0.0)" }.joined(separator: ", ") }
+    package static var supportedList: String { supported.map { "\($0.0)" }.joined(separator: ", ") }
 
     /// Nil when `bitsPerSecond` is not one of ``supported``.
-    public init?(_ bitsPerSecond: Int) {
+    package init?(_ bitsPerSecond: Int) {
         guard let entry = BaudRate.supported.first(where: { $0.0 == bitsPerSecond }) else { return nil }
         self.bitsPerSecond = bitsPerSecond
         speed = speed_t(entry.1)
