@@ -6,12 +6,6 @@ import Synchronization
 import Testing
 
 @testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
-@testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,4 @@
 import Foundation
-import HushCore
-import HushGPIO
 import HushTesting
 import Testing
 

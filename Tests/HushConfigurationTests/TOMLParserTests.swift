@@ -2,13 +2,6 @@ import HushCore
 import Testing
 
 @testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
-@testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
-@testable import HushTesting
 
 #if canImport(Glibc)
 import Glibc

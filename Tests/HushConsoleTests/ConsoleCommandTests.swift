@@ -1,13 +1,6 @@
-import HushConfiguration
 import HushConsole
-import HushControlServer
 import HushCore
-import HushDaemon
-import HushOutput
 import HushPolicy
-import HushRender
-import HushSystem
-import HushTesting
 import Logging
 import Testing
 

@@ -1,11 +1,4 @@
-import HushConfiguration
 import HushConsole
-import HushControlServer
-import HushDaemon
-import HushOutput
-import HushRender
-import HushSystem
-import HushTesting
 import Testing
 
 /// The line editor as a pure state machine: bytes in, echo bytes and events out, compared byte for byte.

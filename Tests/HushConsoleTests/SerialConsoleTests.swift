@@ -1,11 +1,6 @@
 import Glibc
-import HushConfiguration
 import HushConsole
-import HushControlServer
 import HushCore
-import HushDaemon
-import HushOutput
-import HushRender
 import HushSystem
 import HushTesting
 import Logging

@@ -3,7 +3,7 @@ import Foundation
 import HushControlServer
 import HushCore
 import HushProtocol
-import HushSystem
+import HushTesting
 import Testing
 
 #if canImport(Glibc)
@@ -127,42 +127,6 @@ struct ControlServerDescriptorTests {
         #expect(open.count <= before + 16, "\(before) descriptors before, \(open.count) after")
     }
 
-    @Test("a process with as many connections as the limit gets the next one refused; another process is not")
-    func connectionsPerProcess() throws {
-        let fixture = try ControlFixture(limits: ControlLimits(maxClients: 64, maxClientsPerProcess: 3))
-        var clients: [DescriptorClient] = []
-        for _ in 0..<3 {
-            clients.append(try DescriptorClient(path: fixture.path))
-            let before = fixture.server.clients.count
-            fixture.pump(until: { fixture.server.clients.count > before })
-        }
-        let extra = try DescriptorClient(path: fixture.path)
-        let refusal = try extra.messages(from: fixture, count: 1)[0]
-        #expect(
-            refusal.line
-                == #"{"error":{"code":"too-many-clients","message":"process \#(getpid()) already has 3 connections "#
-                + #"to hushd, the limit for one process; close one first"},"ok":false}"#
-        )
-        #expect(try extra.readToEnd(fixture))
-        #expect(fixture.server.clients.count == 3)
-        #expect(
-            fixture.log.messages.contains(
-                "warning: control: refused a connection from pid \(getpid()), uid \(getuid()), gid \(getgid()): "
-                    + "that process already has 3 connections, the limit per process"
-            )
-        )
-        // Another process (hushctl) is let in while this one holds its three.
-        let result = try HushctlTests.run(["--socket", fixture.path, "version"], fixture: fixture)
-        #expect(result.status == 0, "\(result.error)")
-        #expect(result.output.hasPrefix("hushd test, protocol 1, you are client "))
-        // One of the three goes: this process may connect again.
-        clients.removeLast().close()
-        fixture.pump(until: { fixture.server.clients.count == 2 })
-        let again = try DescriptorClient(path: fixture.path)
-        try again.send(#"{"command":"version","id":2}"# + "\n")
-        #expect(try again.messages(from: fixture, count: 1)[0].line.contains(#""id":2,"ok":true"#))
-    }
-
     // MARK: Helpers
 
     static let event = ControlEvent.decision(
@@ -186,111 +150,5 @@ struct ControlServerDescriptorTests {
         try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").map { entry in
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry)) ?? entry
         }
-    }
-}
-
-/// A client that reads with recvmsg, and knows which line each descriptor came with: the line the read that
-/// brought it ended in (docs/protocol.md, "How the descriptors travel").
-final class DescriptorClient {
-    private(set) var fd: Int32
-    private var buffer = LineBuffer(maxLineBytes: 1 << 20)
-    /// Descriptors that came with a read that ended inside a line: they belong to that line.
-    private var waiting: [Int32] = []
-
-    init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        let connected = try UnixSocket.withAddress(path) { connect(fd, $0, $1) }
-        try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
-        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-    }
-
-    deinit { close() }
-
-    func close() {
-        if fd >= 0 { Glibc.close(fd) }
-        fd = -1
-        waiting.forEach { Glibc.close($0) }
-        waiting = []
-    }
-
-    func send(_ text: String) throws {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            switch UnixSocket.send(fd, bytes) {
-            case .wrote(let count): bytes = bytes.dropFirst(count)
-            case .wouldBlock: usleep(1000)
-            case .failed(let code): throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-            }
-        }
-    }
-
-    /// The lines readable now, each with the descriptors that came with it.
-    func available() throws -> [(line: String, descriptors: [Int32])] {
-        var messages: [(line: String, descriptors: [Int32])] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            var descriptors: [Int32] = []
-            switch UnixSocket.receive(fd, into: &chunk, descriptors: &descriptors) {
-            case .bytes(let count):
-                let lines = buffer.append(chunk[0..<count]).compactMap { item -> String? in
-                    guard case .line(let bytes) = item else { return nil }
-                    return String(decoding: bytes, as: UTF8.self)
-                }
-                // This read's descriptors belong to the line it ended in: its last complete line when it ended
-                // at a newline, else the line the next reads complete.
-                let endsLine = chunk[count - 1] == 0x0A
-                for (index, line) in lines.enumerated() {
-                    var owned: [Int32] = []
-                    if index == 0 {
-                        owned += waiting
-                        waiting = []
-                    }
-                    if index == lines.count - 1 && endsLine { owned += descriptors }
-                    messages.append((line, owned))
-                }
-                if lines.isEmpty || !endsLine { waiting += descriptors }
-            case .wouldBlock, .endOfFile:
-                return messages
-            case .failed(let code):
-                throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
-            }
-        }
-    }
-
-    /// Exactly `count` lines, serving the fixture's loop while they come.
-    func messages(from fixture: ControlFixture, count: Int) throws -> [(line: String, descriptors: [Int32])] {
-        var messages: [(line: String, descriptors: [Int32])] = []
-        var failure: (any Error)?
-        fixture.pump(
-            until: {
-                do {
-                    messages += try available()
-                } catch {
-                    failure = error
-                    return true
-                }
-                return messages.count >= count
-            },
-            milliseconds: 10_000
-        )
-        if let failure { throw failure }
-        try #require(messages.count == count, "expected \(count) lines, got \(messages.count)")
-        return messages
-    }
-
-    /// Whether the server closes the connection (within a few seconds) after what it sent.
-    func readToEnd(_ fixture: ControlFixture) throws -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        var ended = false
-        fixture.pump(
-            until: {
-                var descriptors: [Int32] = []
-                if case .endOfFile = UnixSocket.receive(fd, into: &chunk, descriptors: &descriptors) { ended = true }
-                descriptors.forEach { Glibc.close($0) }
-                return ended
-            },
-            milliseconds: 3000
-        )
-        return ended
     }
 }

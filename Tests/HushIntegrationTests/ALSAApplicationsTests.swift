@@ -277,7 +277,7 @@ struct ALSAApplicationsTests {
         let python = ALSADeviceTests.root.appendingPathComponent(".build/python-venv/bin/python").path
         try Self.require(python, from: "Python's sounddevice in .build/python-venv")
         let script = ALSADeviceTests.root.appendingPathComponent(
-            "Tests/HushDaemonTests/Fixtures/python/play_and_record.py"
+            "Tests/HushIntegrationTests/Fixtures/python/play_and_record.py"
         )
         try ALSADeviceTests.retaking("sounddevice through hush") {
             let hushd = try ALSAStreamRulesTests.consoleHushd()

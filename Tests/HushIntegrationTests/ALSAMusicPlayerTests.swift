@@ -1,5 +1,4 @@
 import Foundation
-import HushAudioFile
 import HushTesting
 import Testing
 

@@ -1,6 +1,4 @@
 import Foundation
-import HushAudioFile
-import HushTesting
 import Testing
 
 #if canImport(Glibc)

@@ -1,11 +1,4 @@
 import Foundation
-import HushConfiguration
-import HushConsole
-import HushControlServer
-import HushOutput
-import HushRender
-import HushSystem
-import HushTesting
 import Testing
 
 /// The bad-configuration corpus (issue 6 §2): every file in Fixtures/bad-configs is checked by the real

@@ -1,13 +1,6 @@
 import Foundation
 import HushAudioFile
-import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushCore
-import HushOutput
-import HushRender
-import HushSystem
-import HushTesting
 import Testing
 
 #if canImport(Glibc)

@@ -1,19 +1,13 @@
 import Foundation
 import HushConfiguration
 import HushConsole
-import HushControlServer
-import HushDaemon
-import HushOutput
-import HushRender
-import HushSystem
-import HushTesting
 import Testing
 
 /// Every console command the README and docs/console.md show is one the console takes: the README's are typed into
 /// a real hushd started as `make run` starts it (built-in board, this terminal's lines), and must answer no error.
 @Suite("commands the docs show", .serialized)
 struct DocumentedCommandsTests {
-    static let root = String(#filePath.dropLast("Tests/HushDaemonTests/DocumentedCommandsTests.swift".count))
+    static let root = String(#filePath.dropLast("Tests/HushIntegrationTests/DocumentedCommandsTests.swift".count))
 
     static func read(_ path: String) throws -> String { try String(contentsOfFile: root + path, encoding: .utf8) }
 

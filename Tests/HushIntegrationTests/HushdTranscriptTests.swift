@@ -1,14 +1,8 @@
 import Foundation
 import HushALSA
 import HushAudioFile
-import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushGPIO
-import HushInput
-import HushOutput
 import HushRender
-import HushSystem
 import HushTesting
 import Testing
 
@@ -125,25 +119,6 @@ struct LibraryTests {
         }
         #expect(foundation.isEmpty, "\(program) needs \(foundation)")
     }
-
-    @Test(
-        "evdev codes are found by their kernel names and print them",
-        arguments: [
-            ("KEY_VOLUMEUP", EvdevCode.volumeUp), ("KEY_VOLUMEDOWN", .volumeDown), ("KEY_PLAYPAUSE", .playPause),
-            ("SW_HEADPHONE_INSERT", .headphoneInsert), ("KEY_NEXTSONG", .nextSong),
-        ]
-    )
-    func evdevNames(name: String, code: EvdevCode) {
-        #expect(EvdevCode(name: name) == code)
-        #expect(code.name == name)
-    }
-
-    @Test("unknown evdev names are nil")
-    func unknownEvdev() {
-        #expect(EvdevCode(name: "KEY_NOT_A_KEY") == nil)
-        #expect(EvdevCode(name: "REL_X") == nil)
-        #expect(EvdevCode(type: 30, code: 1).name == "type 30 code 1")
-    }
 }
 
 @Suite("hush-render command line")
@@ -155,10 +130,10 @@ struct RenderCommandTests {
         let scenario = directory + "/s.txt"
         try "0 activate 1 music playback tone=440 loop\n0 play 1\n0.5 silence on\n1 end\n"
             .write(toFile: scenario, atomically: true, encoding: .utf8)
-        let root = RenderTests.scenarioPath.replacingOccurrences(of: "/docs/scenarios/silence-and-unplug.txt", with: "")
+        let root = DocumentedCommandsTests.root
         let result = try HushdTranscriptTests.run(
             [
-                "--board", root + "/board/profiles/virtual.toml", "--scenario", scenario, "--out",
+                "--board", root + "board/profiles/virtual.toml", "--scenario", scenario, "--out",
                 directory + "/o.wav", "--events", directory + "/e.jsonl",
             ],
             input: "",
@@ -198,5 +173,43 @@ struct RenderCommandTests {
             rate.status == 1
                 && rate.error == "hush-render: --rate must be a rate in Hz between 8000 and 384000, not 'fast'\n"
         )
+    }
+
+    /// The picture of ``TestScenarios/silenceThenUnplug`` as HushRender draws it in this process.
+    static func renderInProcess() throws -> String {
+        let text = TestScenarios.silenceThenUnplug
+        let renderer = ScenarioRenderer(scenario: try Scenario.parse(text, file: "test.txt"))
+        _ = try renderer.render()
+        return TimelinePlot.svg(renderer.timeline, title: "test.txt", source: text)
+    }
+
+    @Test("hush-render --plot without --out draws only the picture; other extensions are refused")
+    func commandLine() throws {
+        let directory = NSTemporaryDirectory() + "hush-plot-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scenario = directory + "/s.txt"
+        try TestScenarios.silenceThenUnplug.write(toFile: scenario, atomically: true, encoding: .utf8)
+        let result = try HushdTranscriptTests.run(
+            ["--scenario", scenario, "--plot", directory + "/p.svg"],
+            input: "",
+            program: "hush-render"
+        )
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.output.contains("periods to \(directory)/p.svg ("))
+        let written = try String(contentsOfFile: directory + "/p.svg", encoding: .utf8)
+        let rendered = try Self.renderInProcess()
+        #expect(written == rendered.replacingOccurrences(of: "test.txt", with: "s.txt"))
+        #expect(!FileManager.default.fileExists(atPath: directory + "/p.wav"))
+        let png = try HushdTranscriptTests.run(
+            ["--scenario", scenario, "--plot", directory + "/p.png"],
+            input: "",
+            program: "hush-render"
+        )
+        #expect(png.status == 1)
+        #expect(png.error.contains("--plot writes SVG"))
+        let neither = try HushdTranscriptTests.run(["--scenario", scenario], input: "", program: "hush-render")
+        #expect(neither.status == 64)
+        #expect(neither.error.contains("--plot may stand in for --out"))
     }
 }

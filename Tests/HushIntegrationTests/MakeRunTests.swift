@@ -1,12 +1,6 @@
 import Foundation
 import HushAudioFile
-import HushConfiguration
-import HushConsole
-import HushControlServer
-import HushOutput
 import HushProtocol
-import HushRender
-import HushSystem
 import HushTesting
 import Testing
 

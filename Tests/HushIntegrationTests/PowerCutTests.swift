@@ -1,13 +1,6 @@
 import Dispatch
 import Foundation
 import HushConfiguration
-import HushConsole
-import HushControlServer
-import HushCore
-import HushDaemon
-import HushOutput
-import HushRender
-import HushSystem
 import HushTesting
 import Logging
 import Synchronization

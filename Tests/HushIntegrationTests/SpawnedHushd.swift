@@ -1,11 +1,4 @@
 import Foundation
-import HushConfiguration
-import HushConsole
-import HushControlServer
-import HushOutput
-import HushRender
-import HushSystem
-import HushTesting
 import Testing
 
 #if canImport(Glibc)

@@ -8,13 +8,7 @@ import HushTesting
 import Logging
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
-@testable import HushDaemon
 @testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
 
 /// The controller the daemon runs (policy + mixer + sounds) and the audio thread's outputs, on the host.
 @Suite("Audio controller and outputs")

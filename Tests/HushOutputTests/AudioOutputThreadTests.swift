@@ -7,14 +7,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
-@testable import HushDaemon
 @testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
-@testable import HushTesting
 
 #if canImport(Glibc)
 import Glibc

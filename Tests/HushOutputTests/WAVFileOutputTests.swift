@@ -1,16 +1,10 @@
 import Foundation
 import HushALSA
 import HushAudioFile
+import HushTesting
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
-@testable import HushDaemon
 @testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
-@testable import HushTesting
 
 #if canImport(Glibc)
 import Glibc

@@ -1,13 +1,7 @@
 import Foundation
 import HushAudioFile
-import HushConfiguration
-import HushConsole
-import HushControlServer
 import HushCore
-import HushDaemon
-import HushOutput
 import HushRender
-import HushSystem
 import HushTesting
 import Testing
 

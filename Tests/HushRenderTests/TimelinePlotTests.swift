@@ -3,15 +3,8 @@ import HushCore
 import HushTesting
 import Testing
 
-@testable import HushDaemon
-
 #if canImport(FoundationXML)
 import FoundationXML
-@testable import HushSystem
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushOutput
-@testable import HushControlServer
 @testable import HushRender
 #endif
 
@@ -19,17 +12,7 @@ import FoundationXML
 @Suite("hush-render --plot: the timeline picture")
 struct TimelinePlotTests {
     /// Music (440 Hz) and an ambient effect (1000 Hz) on headphones; silence from 1 s to 2 s; unplugged at 3 s.
-    static let scenario = """
-        0 plug
-        0 activate 1 music playback tone=440 loop
-        0 activate 2 effect ambient tone=1000 loop
-        0.1 play 1
-        0.1 play 2
-        1 silence on        # R1
-        2 silence off
-        3 unplug            # R5
-        4 end
-        """
+    static let scenario = TestScenarios.silenceThenUnplug
 
     /// A -6 dBFS tone at system volume 8 (-24 dB), as a linear peak.
     static let tonePeak = Float(0.5 * pow(10, -24.0 / 20))
@@ -276,35 +259,5 @@ struct TimelinePlotTests {
         let drawn = TimelinePlot.svg(renderer.timeline, title: "\(name).txt", source: text)
         let committed = try String(contentsOfFile: docs + "/images/timeline-\(name).svg", encoding: .utf8)
         #expect(drawn == committed, "docs/images/timeline-\(name).svg is out of date: run make plots")
-    }
-
-    @Test("hush-render --plot without --out draws only the picture; other extensions are refused")
-    func commandLine() throws {
-        let directory = NSTemporaryDirectory() + "hush-plot-\(getpid())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let scenario = directory + "/s.txt"
-        try Self.scenario.write(toFile: scenario, atomically: true, encoding: .utf8)
-        let result = try HushdTranscriptTests.run(
-            ["--scenario", scenario, "--plot", directory + "/p.svg"],
-            input: "",
-            program: "hush-render"
-        )
-        #expect(result.status == 0, "\(result.error)")
-        #expect(result.output.contains("periods to \(directory)/p.svg ("))
-        let written = try String(contentsOfFile: directory + "/p.svg", encoding: .utf8)
-        let rendered = try Self.render().svg
-        #expect(written == rendered.replacingOccurrences(of: "test.txt", with: "s.txt"))
-        #expect(!FileManager.default.fileExists(atPath: directory + "/p.wav"))
-        let png = try HushdTranscriptTests.run(
-            ["--scenario", scenario, "--plot", directory + "/p.png"],
-            input: "",
-            program: "hush-render"
-        )
-        #expect(png.status == 1)
-        #expect(png.error.contains("--plot writes SVG"))
-        let neither = try HushdTranscriptTests.run(["--scenario", scenario], input: "", program: "hush-render")
-        #expect(neither.status == 64)
-        #expect(neither.error.contains("--plot may stand in for --out"))
     }
 }

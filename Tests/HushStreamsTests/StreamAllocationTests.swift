@@ -3,6 +3,7 @@ import CHushWire
 import HushCore
 import HushMixer
 import HushStreams
+import HushTesting
 import Testing
 
 #if canImport(Glibc)
@@ -35,7 +36,7 @@ struct StreamAllocationTests {
                     memory.memoryDescriptor,
                     0
                 ), mapped != MAP_FAILED
-            else { throw HushdTestFailure("cannot map the stream") }
+            else { throw TestFailure("cannot map the stream") }
             base = mapped
         }
 

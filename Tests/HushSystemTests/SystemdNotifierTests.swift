@@ -1,10 +1,4 @@
 import Glibc
-import HushConfiguration
-import HushConsole
-import HushControlServer
-import HushDaemon
-import HushOutput
-import HushRender
 import HushSystem
 import HushTesting
 import Logging
