@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # period about 200 times slower, and the emulated board would be judged on that; docs/architecture.md).
 RELEASE_BIN = $$($(SWIFT) build -c release --show-bin-path)
 
-.PHONY: all deps build run test lint architecture format clean vboard boards bench deploy-check
+.PHONY: all deps build run test check help lint architecture format clean vboard boards bench deploy-check
 
 all: build
 
@@ -32,11 +32,11 @@ deps:
 
 ## test-tools: the programs the host tests play through the hush ALSA device besides aplay (ALSAApplicationsTests;
 ## make test, never make run): Debian's alsa-utils, mpd and mpc, espeak-ng, GStreamer with alsasink and PortAudio, and Python's sounddevice
-## from PyPI in .build/python-venv at the versions Tests/HushDaemonTests/Fixtures/python/requirements.txt pins.
+## from PyPI in .build/python-venv at the versions Tests/HushIntegrationTests/Fixtures/python/requirements.txt pins.
 TEST_APT_PACKAGES := alsa-utils mpd mpc espeak-ng gstreamer1.0-tools gstreamer1.0-alsa gstreamer1.0-plugins-base \
     libportaudio2 python3-venv
 PYTHON_VENV := .build/python-venv
-PYTHON_REQUIREMENTS := Tests/HushDaemonTests/Fixtures/python/requirements.txt
+PYTHON_REQUIREMENTS := Tests/HushIntegrationTests/Fixtures/python/requirements.txt
 .PHONY: test-tools test-packages
 test-tools: test-packages $(PYTHON_VENV)/requirements.txt
 
@@ -107,6 +107,17 @@ test: deps test-tools lint architecture boards deploy-check alsa-plugin
 	$(SWIFT) test
 	$(MAKE) fuzz-brief
 	$(MAKE) soak-render-quick
+
+## check: the quick rung before make test (a few minutes): the format check, the architecture check, and every
+## unit test; not HushIntegrationTests, the tests that start hushd, hushctl, hush-render or an application.
+check: deps lint architecture
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --skip HushIntegrationTests
+
+## help: the targets a person uses, each with the first line of its comment in the Makefile (which says more).
+help:
+	@sed -n 's/^## \([a-z0-9][a-z0-9-]*\): /\1\t/p' $(MAKEFILE_LIST) | \
+	  awk -F '\t' '{ printf "  %-18s %s\n", $$1, (length($$2) > 96 ? substr($$2, 1, 95) "…" : $$2) }'
 
 ## faults: the faults scenario at length (LOAD_SECONDS of stress-ng with three buses, SWEEP_SECONDS per period,
 ## CYCLES device removals); make test runs it quick (8 s, 4 s, 3).
@@ -330,6 +341,7 @@ boards:
 deploy-check:
 	deploy/check.sh
 
+## lint: the format check (swift format lint --strict, .swift-format); make format rewrites in place.
 lint:
 	$(SWIFT) format lint --strict -r Package.swift Sources Tests
 

@@ -54,8 +54,8 @@ let package = Package(
         .target(
             name: "HushTesting",
             dependencies: [
-                "CLinux", "HushCore", "HushPolicy", "HushSystem", "HushALSA", "HushGPIO", "HushInput",
-                .product(name: "Logging", package: "swift-log"),
+                "CLinux", "HushCore", "HushPolicy", "HushSystem", "HushALSA", "HushGPIO", "HushInput", "HushProtocol",
+                "HushControlServer", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The control socket's messages, codec and human-readable text: shared by hushd and hushctl.
@@ -194,13 +194,71 @@ let package = Package(
         ),
         .testTarget(name: "HushPolicyTests", dependencies: ["HushPolicy", "HushCore", "HushTesting"]),
         .testTarget(name: "HushProtocolTests", dependencies: ["HushProtocol", "HushCore"]),
+        // The daemon's concerns: one test target per source target, each depending on what its files import.
+        .testTarget(
+            name: "HushConsoleTests",
+            dependencies: [
+                "HushConsole", "HushCore", "HushPolicy", "HushSystem", "HushTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HushConfigurationTests",
+            dependencies: [
+                "HushConfiguration", "HushCore", "HushPolicy", "HushALSA", "HushTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HushSystemTests",
+            dependencies: [
+                "HushSystem", "HushTesting", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HushOutputTests",
+            dependencies: [
+                "HushOutput", "HushCore", "HushPolicy", "HushALSA", "HushAudioFile", "HushMixer", "HushTesting",
+                "CAllocationCounter", .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HushStreamsTests",
+            dependencies: [
+                "HushStreams", "HushCore", "HushMixer", "HushTesting", "CHushWire", "CAllocationCounter",
+            ]
+        ),
+        .testTarget(
+            name: "HushRenderTests",
+            dependencies: [
+                "HushRender", "HushCore", "HushAudioFile", "HushSystem", "HushTesting",
+            ]
+        ),
+        .testTarget(
+            name: "HushControlServerTests",
+            dependencies: [
+                "HushControlServer", "HushCore", "HushProtocol", "HushTesting", "CLinux",
+            ]
+        ),
         .testTarget(
             name: "HushDaemonTests",
             dependencies: [
-                "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
-                "HushAudioFile", "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput",
-                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter",
-                "HushStreams", "CHushWire",
+                "HushDaemon", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushAudioFile", "HushOutput",
+                "HushConsole", "HushConfiguration", "HushSystem", "HushTesting",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // Read from the source tree by path (DaemonConsoleTranscriptTests), not as resources.
+            exclude: ["Fixtures"]
+        ),
+        // Tests that start hushd, hushctl, hush-render or an application (aplay, arecord, mpd, GStreamer, espeak-ng,
+        // Python): slower, and some need `make alsa-plugin` and `make test-tools`. `make check` skips them, `make test`
+        // (`swift test`) runs them (docs/architecture.md, "Tests").
+        .testTarget(
+            name: "HushIntegrationTests",
+            dependencies: [
+                "hushd", "hushctl", "hush-render", "HushCore", "HushALSA", "HushGPIO", "HushAudioFile",
+                "HushProtocol", "HushConfiguration", "HushConsole", "HushRender", "HushTesting", "CHushWire",
+                .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]
         ),

@@ -10,7 +10,7 @@ count=0
 for build in debug release; do
     hushd="$(swift build -c "$build" --show-bin-path)/hushd"
     [ -x "$hushd" ] || { echo "check-config-corpus: $hushd is not built"; exit 2; }
-    for file in Fuzz/Corpus/fuzz-config/* Fuzz/Regressions/fuzz-config/* Tests/HushDaemonTests/Fixtures/bad-configs/*; do
+    for file in Fuzz/Corpus/fuzz-config/* Fuzz/Regressions/fuzz-config/* Tests/HushIntegrationTests/Fixtures/bad-configs/*; do
         [ -f "$file" ] || continue
         "$hushd" check-config --config "$file" >/dev/null 2>&1
         status=$?

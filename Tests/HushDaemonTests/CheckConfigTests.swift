@@ -1,16 +1,13 @@
 import Foundation
+import HushConsole
 import HushCore
 import HushGPIO
+import HushSystem
 import HushTesting
 import Testing
 
 @testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
 @testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
 
 /// `hushd check-config` says what hushd does, byte for byte: what it prints about an output or a route's PCM that
 /// does not open must be what Daemon.start and the route retry do (start without sound, wait), not a failure.

@@ -1,17 +1,12 @@
 import Foundation
 import HushALSA
+import HushConsole
 import HushCore
 import HushTesting
 import Logging
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
 @testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
 
 /// The running daemon's console (not the policy console), byte for byte: a real `Daemon` on a manual clock with the
 /// WAV fallback, a `DaemonConsole` on pipes (plain lines, as on a dumb terminal without echo), and every line of

@@ -2,18 +2,12 @@ import Foundation
 import HushALSA
 import HushAudioFile
 import HushCore
-import HushPolicy
+import HushSystem
 import HushTesting
 import Logging
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
 @testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
 
 /// The daemon's loop on the host, in real time: scripted inputs in, the WAV fallback out, the audio analysed.
 @Suite("hushd's loop, heard through the WAV fallback", .serialized)

@@ -1,14 +1,7 @@
 import HushCore
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
 @testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
-@testable import HushTesting
 
 @Suite("the console's status line", .serialized)
 struct MonitorTextTests {

@@ -1,18 +1,13 @@
 import Foundation
 import HushALSA
 import HushCore
+import HushOutput
 import HushTesting
 import Logging
 import Synchronization
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
 @testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
 
 /// A route whose PCM will not open: the sound stays where it is, the PCM is tried again with backoff until it opens
 /// or the route changes back, and status, the console and the log say so. Real PCMs held by another program are

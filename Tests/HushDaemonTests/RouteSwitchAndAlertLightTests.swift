@@ -1,17 +1,13 @@
 import Glibc
 import HushALSA
+import HushConfiguration
+import HushConsole
 import HushCore
+import HushSystem
 import Logging
 import Testing
 
-@testable import HushConfiguration
-@testable import HushConsole
-@testable import HushControlServer
 @testable import HushDaemon
-@testable import HushOutput
-@testable import HushRender
-@testable import HushSystem
-@testable import HushTesting
 
 /// The route's mixer switches and the alert light, driven by the daemon's decisions (the real ALSA controls and
 /// GPIO line are checked on the virtual board: board/virtual/scenarios/e2e.sh).

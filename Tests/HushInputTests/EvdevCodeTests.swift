@@ -48,3 +48,26 @@ struct EvdevCodeTests {
         )
     }
 }
+
+/// Kernel names both ways, for the codes the board profiles use.
+@Suite("evdev names")
+struct EvdevNameTests {
+    @Test(
+        "evdev codes are found by their kernel names and print them",
+        arguments: [
+            ("KEY_VOLUMEUP", EvdevCode.volumeUp), ("KEY_VOLUMEDOWN", .volumeDown), ("KEY_PLAYPAUSE", .playPause),
+            ("SW_HEADPHONE_INSERT", .headphoneInsert), ("KEY_NEXTSONG", .nextSong),
+        ]
+    )
+    func evdevNames(name: String, code: EvdevCode) {
+        #expect(EvdevCode(name: name) == code)
+        #expect(code.name == name)
+    }
+
+    @Test("unknown evdev names are nil")
+    func unknownEvdev() {
+        #expect(EvdevCode(name: "KEY_NOT_A_KEY") == nil)
+        #expect(EvdevCode(name: "REL_X") == nil)
+        #expect(EvdevCode(type: 30, code: 1).name == "type 30 code 1")
+    }
+}

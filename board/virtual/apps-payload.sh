@@ -48,5 +48,5 @@ for package in sounddevice.py _sounddevice.py _cffi_backend.cpython-311-x86_64-l
     cp -a "$venv/$package" "$apps/site-packages/"
 done
 rm -rf "$apps/site-packages/numpy"/{tests,*/tests,f2py,typing,_pyinstaller,doc}
-cp "$root/Tests/HushDaemonTests/Fixtures/python/play_and_record.py" "$apps/"
+cp "$root/Tests/HushIntegrationTests/Fixtures/python/play_and_record.py" "$apps/"
 echo "apps-payload.sh: $(du -sh "$apps" | cut -f1) in $apps"
