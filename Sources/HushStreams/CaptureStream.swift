@@ -62,14 +62,13 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
         let microphone = take(source, channels: sourceChannels, frames: frames, into: mapped)
         if let converter {
             let made = converter.process(mapped, frames: frames, into: converted, capacity: convertedCapacity).made
-            write(converted, count: made)
+            write(converted, count: made, microphone: microphone)
         } else {
-            write(mapped, count: frames)
+            write(mapped, count: frames, microphone: microphone)
         }
-        memory.setFlag(StreamMemory.microphoneFlag, microphone)
     }
 
-    private func write(_ samples: UnsafePointer<Float>, count: Int) {
+    private func write(_ samples: UnsafePointer<Float>, count: Int, microphone: Bool) {
         let read = memory.clientFrames
         var filled = written &- read
         if filled > ringFrames {
@@ -102,9 +101,11 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
             done += chunk
         }
         written &+= UInt64(taken)
-        hush_wire_store64(memory.serverFramesField, written)
-        hush_wire_store64(memory.serverTimeField, PlaybackStream.now())
-        hush_wire_store64(memory.overrunFramesField, UInt64(overrunFrames.load(ordering: .relaxed)))
+        var snapshot = hush_wire_snapshot()
+        snapshot.server_frames = written
+        snapshot.overrun_frames = UInt64(overrunFrames.load(ordering: .relaxed))
+        snapshot.audio_flags = microphone ? StreamMemory.microphoneFlag : 0
+        memory.publish(&snapshot)
         let flags = memory.clientFlags
         guard flags & StreamMemory.waitingFlag != 0 else { return }
         let ready = Int(min(written &- read, ringFrames))

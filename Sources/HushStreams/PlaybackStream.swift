@@ -4,10 +4,6 @@ import HushCore
 import HushMixer
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// An application's playback stream as the mixer sees it: a voice that pulls the client's frames out of the
 /// shared ring, converts them to float at the mixer's rate, and tells the client where it is.
 ///
@@ -211,25 +207,19 @@ public final class PlaybackStream: @unchecked Sendable {
             empty
             ? Int(Double(max(0, queue + Int(Double(staged) * ratio) - emptyRun)) / ratio)
             : queued
-        hush_wire_store64(memory.serverFramesField, consumed)
         // What is still on its way is never more than what was consumed: a stream's first periods are behind an
         // output queue longer than themselves, and `played` must not wrap (a client would think it all heard).
         let behind = UInt64(min(stillQueued, Int(ringFrames) * 4))
-        hush_wire_store64(memory.playedFramesField, consumed >= behind ? consumed - behind : 0)
-        hush_wire_store64(memory.serverTimeField, Self.now())
-        hush_wire_store64(memory.underrunFramesField, UInt64(underrunFrames.load(ordering: .relaxed)))
-        hush_wire_store32(memory.delayFramesField, UInt32(clamping: queued))
+        var snapshot = hush_wire_snapshot()
+        snapshot.server_frames = consumed
+        snapshot.played_frames = consumed >= behind ? consumed - behind : 0
+        snapshot.underrun_frames = UInt64(underrunFrames.load(ordering: .relaxed))
+        snapshot.delay_frames = UInt32(clamping: queued)
+        memory.publish(&snapshot)
         guard flags & StreamMemory.waitingFlag != 0 || draining else { return }
         let filled = written &- consumed
         let free = filled > ringFrames ? 0 : Int(ringFrames - filled)
         let wake = min(max(memory.wakeFrames, 1), Int(ringFrames))
         if free >= wake || draining { memory.signal() }
-    }
-
-    @inline(__always)
-    static func now() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 }

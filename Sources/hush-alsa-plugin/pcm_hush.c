@@ -112,11 +112,13 @@ struct hush_pcm {
 
 static bool is_playback(const struct hush_pcm *pcm) { return pcm->io.stream == SND_PCM_STREAM_PLAYBACK; }
 
-static int64_t now_ms(void) {
+static int64_t now_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
+
+static int64_t now_ms(void) { return now_ns() / 1000000; }
 
 /* ---- the eventfd ---- */
 
@@ -488,6 +490,11 @@ static snd_pcm_sframes_t hush_pointer(snd_pcm_ioplug_t *io) {
     struct hush_pcm *pcm = io->private_data;
     if (!pcm->open) return 0;
     /*
+     * The position is hushd's own counter, never interpolated (only the delay is, hush_delay): for playback it
+     * says which part of the ring is free, and a position ahead of what hushd consumed would offer room that is
+     * not.
+     */
+    /*
      * A lost hushd is a state, not an error: a negative return would make ioplug report an xrun (-EPIPE) and the
      * application would try to recover; DISCONNECTED makes the next transfer or wait return -ENODEV (as
      * bluez-alsa's bluealsa_pointer does).
@@ -557,20 +564,48 @@ static snd_pcm_sframes_t hush_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
     return (snd_pcm_sframes_t)count;
 }
 
+/*
+ * Frames the device has played (or the microphone captured) since hushd's last snapshot, by the clock. hushd's
+ * audio thread publishes once a period; between two, the delay would stand still and then jump by a period, so it
+ * is interpolated from how long ago the snapshot was taken: at most one period (a late hushd is not a fast device),
+ * and none while the stream does not move — not running here, paused by the application, held by the policy (a
+ * held capture stream still receives silence at the real rate), or a snapshot older than two periods (hushd has
+ * not run the stream since: it was paused or held a moment ago). Then the delay is frozen at the snapshot's.
+ */
+static uint64_t frames_since_snapshot(const struct hush_pcm *pcm, const struct hush_wire_snapshot *snapshot) {
+    if (pcm->io.state != SND_PCM_STATE_RUNNING && pcm->io.state != SND_PCM_STATE_DRAINING) return 0;
+    uint32_t state = hush_wire_load32(&pcm->header->server_state);
+    if (state != HUSH_WIRE_STATE_RUNNING && (is_playback(pcm) || state != HUSH_WIRE_STATE_HELD)) return 0;
+    if (snapshot->server_time_ns == 0 || pcm->period_frames == 0 || pcm->io.rate == 0) return 0;
+    uint64_t now = (uint64_t)now_ns();
+    if (now <= snapshot->server_time_ns) return 0;
+    uint64_t age = now - snapshot->server_time_ns;
+    uint64_t period_ns = (uint64_t)pcm->period_frames * 1000000000ull / pcm->io.rate;
+    if (age > 2 * period_ns) return 0;
+    uint64_t frames = age * pcm->io.rate / 1000000000ull;
+    return frames < pcm->period_frames ? frames : pcm->period_frames;
+}
+
 static int hush_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     struct hush_pcm *pcm = io->private_data;
     *delay = 0;
     if (gone(pcm)) return -ENODEV;
     if (!pcm->open) return 0;
-    uint64_t server = server_frames(pcm);
+    /* One snapshot: server_frames, delay_frames and their time from the same period. */
+    struct hush_wire_snapshot snapshot;
+    hush_wire_read_snapshot(pcm->header, &snapshot);
+    uint64_t server = snapshot.server_frames < pcm->base ? pcm->base : snapshot.server_frames;
+    uint64_t moved = frames_since_snapshot(pcm, &snapshot);
     if (is_playback(pcm)) {
-        /* Written and not yet consumed, plus hushd's own way to the speaker. */
+        /* Written and not yet consumed, plus hushd's own way to the speaker, less what played since. */
         if (server > pcm->client_frames) server = pcm->client_frames;
-        *delay = (snd_pcm_sframes_t)(pcm->client_frames - server + hush_wire_load32(&pcm->header->delay_frames));
+        uint64_t queued = pcm->client_frames - server + snapshot.delay_frames;
+        *delay = (snd_pcm_sframes_t)(queued > moved ? queued - moved : 0);
     } else {
+        /* Captured and not yet read, including what the microphone has taken since the snapshot. */
         follow_appl(pcm);
         uint64_t read = pcm->base + pcm->appl_frames;
-        *delay = server > read ? (snd_pcm_sframes_t)(server - read) : 0;
+        *delay = server > read ? (snd_pcm_sframes_t)(server - read + moved) : (snd_pcm_sframes_t)moved;
     }
     return io->state == SND_PCM_STATE_XRUN ? -EPIPE : 0;
 }

@@ -1,0 +1,99 @@
+/*
+ * delay_probe.c: plays through a hush ALSA device and watches snd_pcm_delay between hushd's periods
+ * (ALSADelayInterpolationTests runs it; `make alsa-plugin` builds it into .build/alsa-plugin/hush-delay-probe).
+ *
+ *   hush-delay-probe DEVICE WINDOWS WINDOW_MS
+ *
+ * Opens DEVICE for playback (S16_LE, stereo, 48 kHz, a 200 ms buffer), fills it, starts, then WINDOWS times:
+ * writes nothing for WINDOW_MS while it samples snd_pcm_avail_update (which moves only when hushd publishes a
+ * period) and snd_pcm_delay, then fills the buffer again. Prints one line per change of either:
+ *
+ *   sample WINDOW NANOSECONDS AVAIL DELAY
+ *
+ * and "done" at the end; an error says what failed and exits 1.
+ */
+#define _GNU_SOURCE
+#include <alsa/asoundlib.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define RATE 48000u
+#define CHANNELS 2u
+#define BUFFER_FRAMES 9600u
+#define PERIOD_FRAMES 960u
+
+static int64_t now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static int fail(const char *what, int error) {
+    fprintf(stderr, "%s: %s\n", what, snd_strerror(error));
+    return 1;
+}
+
+/* Writes silence until less than a period of room is left. */
+static int fill(snd_pcm_t *pcm) {
+    static int16_t silence[PERIOD_FRAMES * CHANNELS];
+    for (;;) {
+        snd_pcm_sframes_t avail = snd_pcm_avail_update(pcm);
+        if (avail < 0) return (int)avail;
+        if (avail < (snd_pcm_sframes_t)PERIOD_FRAMES) return 0;
+        snd_pcm_sframes_t written = snd_pcm_writei(pcm, silence, PERIOD_FRAMES);
+        if (written < 0) return (int)written;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s DEVICE WINDOWS WINDOW_MS\n", argv[0]);
+        return 2;
+    }
+    int windows = atoi(argv[2]);
+    int64_t window_ns = (int64_t)atoi(argv[3]) * 1000000;
+    snd_pcm_t *pcm;
+    int error = snd_pcm_open(&pcm, argv[1], SND_PCM_STREAM_PLAYBACK, 0);
+    if (error < 0) return fail("snd_pcm_open", error);
+    snd_pcm_hw_params_t *hw;
+    snd_pcm_hw_params_alloca(&hw);
+    snd_pcm_hw_params_any(pcm, hw);
+    snd_pcm_uframes_t buffer = BUFFER_FRAMES, period = PERIOD_FRAMES;
+    unsigned int rate = RATE;
+    if ((error = snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)) < 0 ||
+        (error = snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE)) < 0 ||
+        (error = snd_pcm_hw_params_set_channels(pcm, hw, CHANNELS)) < 0 ||
+        (error = snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, NULL)) < 0 ||
+        (error = snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer)) < 0 ||
+        (error = snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, NULL)) < 0 ||
+        (error = snd_pcm_hw_params(pcm, hw)) < 0)
+        return fail("snd_pcm_hw_params", error);
+    printf("setup rate %u buffer %lu period %lu\n", rate, (unsigned long)buffer, (unsigned long)period);
+    if ((error = fill(pcm)) < 0) return fail("writing", error);
+    if (snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED && (error = snd_pcm_start(pcm)) < 0)
+        return fail("snd_pcm_start", error);
+    for (int window = 0; window < windows; window++) {
+        int64_t start = now_ns();
+        snd_pcm_sframes_t last_avail = -1, last_delay = -1;
+        for (int64_t now = start; now - start < window_ns; now = now_ns()) {
+            snd_pcm_sframes_t avail = snd_pcm_avail_update(pcm), delay = 0;
+            if (avail < 0) return fail("snd_pcm_avail_update", (int)avail);
+            if ((error = snd_pcm_delay(pcm, &delay)) < 0) return fail("snd_pcm_delay", error);
+            if (avail != last_avail || delay != last_delay) {
+                printf("sample %d %" PRId64 " %ld %ld\n", window, now - start, (long)avail, (long)delay);
+                last_avail = avail;
+                last_delay = delay;
+            }
+            struct timespec pause = {.tv_sec = 0, .tv_nsec = 20000};
+            nanosleep(&pause, NULL);
+        }
+        if ((error = fill(pcm)) < 0) return fail("writing", error);
+    }
+    snd_pcm_drop(pcm);
+    snd_pcm_close(pcm);
+    printf("done\n");
+    return 0;
+}
