@@ -11,8 +11,8 @@ import Glibc
 #endif
 
 /// The shared-memory header between hushd and the plugin (hush_wire.h): every word has one writer, the audio
-/// thread's words arrive as one snapshot with their time.
-@Suite("The stream wire: one writer per word, the period's snapshot")
+/// thread's words arrive as one snapshot with their time, and a capture stream's samples leave as the mixer's do.
+@Suite("The stream wire: one writer per word, the period's snapshot, the mixer's conversion")
 struct StreamWireTests {
     static let rate = 48000
 
@@ -138,5 +138,44 @@ struct StreamWireTests {
         #expect(torn == 0)
         #expect(distinct.count > 1, "the reader saw the writer move")
         #expect(unsettled < reads, "most reads find a whole snapshot")
+    }
+
+    /// What the mixer writes for a device is what a capture stream writes for an application: the same full scale
+    /// (1.0 → the largest positive value, -1.0 → its negation) and the same rounding (to nearest, ties to even).
+    @Test("capture streams convert samples as the mixer does for playback", arguments: StreamSampleFormat.allCases)
+    func captureConvertsAsTheMixer(format: StreamSampleFormat) throws {
+        let memory = try Self.memory(.capture, format)
+        let capture = try CaptureStream(memory: memory, mixerRate: Self.rate, maxFrames: 64)
+        capture.allowed.store(true, ordering: .relaxed)
+        var samples: [Float] = [
+            0, 1, -1, 0.5, -0.5, 0.25, 1.5, -1.5, 0.75 / 32767, -0.75 / 32767, 0.4 / 32767, 1.25 / 32767,
+            0.999_999, -0.999_999, 3.0e-10, -3.0e-10,
+        ]
+        var generator = SystemRandomNumberGenerator()
+        while samples.count < 64 { samples.append(Float.random(in: -1...1, using: &generator)) }
+        samples.withUnsafeBufferPointer { capture.deliver($0.baseAddress, channels: 1, frames: 64) }
+        let bytes = 64 * format.bytes
+        let mixer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 8)
+        defer { mixer.deallocate() }
+        samples.withUnsafeBufferPointer {
+            SampleConversion.write($0.baseAddress!, count: 64, to: mixer, format: format.sampleFormat)
+        }
+        let ring = UnsafeRawBufferPointer(start: memory.ring, count: bytes)
+        #expect(Array(ring) == Array(UnsafeRawBufferPointer(start: mixer, count: bytes)))
+        switch format {
+        case .s16LE:
+            let values = (0..<10).map {
+                Int16(littleEndian: ring.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self))
+            }
+            print("S16_LE: 0, ±1, ±0.5, 0.25, ±1.5, ±0.75 LSB → \(values)")
+            #expect(values == [0, 32767, -32767, 16384, -16384, 8192, 32767, -32767, 1, -1])
+        case .s32LE:
+            let values = (0..<3).map { Int32(littleEndian: ring.loadUnaligned(fromByteOffset: 4 * $0, as: Int32.self)) }
+            print("S32_LE: 0, ±1 → \(values)")
+            #expect(values == [0, 2_147_483_647, -2_147_483_647])
+        case .floatLE:
+            let values = (0..<16).map { ring.loadUnaligned(fromByteOffset: 4 * $0, as: Float.self) }
+            #expect(values == Array(samples.prefix(16)))
+        }
     }
 }
