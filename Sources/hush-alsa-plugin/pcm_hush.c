@@ -302,6 +302,48 @@ static const char *check_header(const struct hush_pcm *pcm, const struct hush_wi
     return NULL;
 }
 
+/*
+ * open-stream's fields, after start_request's: what the configuration asked for (category, bus, options,
+ * transient, name, session) and the geometry the application chose. Tests/alsa-plugin/request_lines.c prints these
+ * lines for the Swift parser (PluginRequestLineTests), so the plugin's table and hushd's cannot drift apart.
+ */
+static void open_stream_fields(struct hush_line *line, const struct hush_pcm *pcm, bool playback, unsigned int rate,
+                               unsigned int channels, const char *format_name, uint64_t buffer_frames,
+                               uint64_t period_frames) {
+    hush_line_raw(line, ",\"direction\":");
+    hush_line_string(line, playback ? "playback" : "capture");
+    hush_line_raw(line, ",\"category\":");
+    hush_line_string(line, pcm->category);
+    if (pcm->bus) {
+        hush_line_raw(line, ",\"bus\":");
+        hush_line_string(line, pcm->bus);
+    }
+    if (pcm->mix_with_others || pcm->duck_others) {
+        hush_line_raw(line, ",\"options\":[");
+        if (pcm->mix_with_others) hush_line_raw(line, "\"mixWithOthers\"");
+        if (pcm->mix_with_others && pcm->duck_others) hush_line_raw(line, ",");
+        if (pcm->duck_others) hush_line_raw(line, "\"duckOthers\"");
+        hush_line_raw(line, "]");
+    }
+    if (pcm->transient) hush_line_raw(line, ",\"transient\":true");
+    hush_line_raw(line, ",\"name\":");
+    hush_line_string(line, pcm->name);
+    if (pcm->has_session) {
+        hush_line_raw(line, ",\"session\":");
+        hush_line_uint(line, pcm->session);
+    }
+    hush_line_raw(line, ",\"rate\":");
+    hush_line_uint(line, rate);
+    hush_line_raw(line, ",\"channels\":");
+    hush_line_uint(line, channels);
+    hush_line_raw(line, ",\"format\":");
+    hush_line_string(line, format_name);
+    hush_line_raw(line, ",\"bufferFrames\":");
+    hush_line_uint(line, buffer_frames);
+    hush_line_raw(line, ",\"periodFrames\":");
+    hush_line_uint(line, period_frames);
+}
+
 static int hush_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     (void)params;
     struct hush_pcm *pcm = io->private_data;
@@ -327,38 +369,8 @@ static int hush_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     char text[1024];
     uint64_t id;
     struct hush_line line = start_request(pcm, text, sizeof(text), "open-stream", &id);
-    hush_line_raw(&line, ",\"direction\":");
-    hush_line_string(&line, is_playback(pcm) ? "playback" : "capture");
-    hush_line_raw(&line, ",\"category\":");
-    hush_line_string(&line, pcm->category);
-    if (pcm->bus) {
-        hush_line_raw(&line, ",\"bus\":");
-        hush_line_string(&line, pcm->bus);
-    }
-    if (pcm->mix_with_others || pcm->duck_others) {
-        hush_line_raw(&line, ",\"options\":[");
-        if (pcm->mix_with_others) hush_line_raw(&line, "\"mixWithOthers\"");
-        if (pcm->mix_with_others && pcm->duck_others) hush_line_raw(&line, ",");
-        if (pcm->duck_others) hush_line_raw(&line, "\"duckOthers\"");
-        hush_line_raw(&line, "]");
-    }
-    if (pcm->transient) hush_line_raw(&line, ",\"transient\":true");
-    hush_line_raw(&line, ",\"name\":");
-    hush_line_string(&line, pcm->name);
-    if (pcm->has_session) {
-        hush_line_raw(&line, ",\"session\":");
-        hush_line_uint(&line, pcm->session);
-    }
-    hush_line_raw(&line, ",\"rate\":");
-    hush_line_uint(&line, io->rate);
-    hush_line_raw(&line, ",\"channels\":");
-    hush_line_uint(&line, io->channels);
-    hush_line_raw(&line, ",\"format\":");
-    hush_line_string(&line, format_name);
-    hush_line_raw(&line, ",\"bufferFrames\":");
-    hush_line_uint(&line, io->buffer_size);
-    hush_line_raw(&line, ",\"periodFrames\":");
-    hush_line_uint(&line, io->period_size);
+    open_stream_fields(&line, pcm, is_playback(pcm), io->rate, io->channels, format_name, io->buffer_size,
+                       io->period_size);
 
     int fds[HUSH_CLIENT_MAX_FDS] = {-1, -1};
     int error = request(pcm, &line, id, "open-stream");
