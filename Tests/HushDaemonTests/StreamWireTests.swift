@@ -1,4 +1,5 @@
 import CHushWire
+import Foundation
 import HushCore
 import HushMixer
 import Synchronization
@@ -84,14 +85,15 @@ struct StreamWireTests {
     /// The audio thread publishes snapshots whose words all derive from one number while another thread reads
     /// them: every snapshot read must be whole, never words of two periods.
     @Test("snapshots read while the audio thread publishes are never torn")
-    func snapshotsAreWhole() async throws {
+    func snapshotsAreWhole() throws {
         let memory = try Self.memory(.playback)
         let header = memory.header
         let published = 300_000
         final class Done: Sendable { let value = Atomic<Bool>(false) }
         let done = Done()
         let address = UInt(bitPattern: header)
-        let writer = Task.detached {
+        // A thread of its own, as the audio thread is: not a task that waits for the test's own thread to yield.
+        let writer = Thread {
             let header = UnsafeMutablePointer<hush_wire_header>(bitPattern: address)!
             var sequence: UInt32 = 0
             for n in 1...UInt64(published) {
@@ -108,6 +110,7 @@ struct StreamWireTests {
             }
             done.value.store(true, ordering: .releasing)
         }
+        writer.start()
         var reads = 0
         var torn = 0
         var unsettled = 0
@@ -130,7 +133,6 @@ struct StreamWireTests {
             distinct.insert(n)
             reads += 1
         }
-        await writer.value
         print(
             "snapshots: \(published) published back to back, \(reads) read whole, \(distinct.count) different ones "
                 + "seen, \(torn) torn; \(unsettled) reads found the writer mid-snapshot in each of their tries"
