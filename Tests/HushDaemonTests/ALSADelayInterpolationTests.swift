@@ -11,6 +11,9 @@ import Glibc
 @Suite("snd_pcm_delay between hushd's periods", .serialized)
 struct ALSADelayInterpolationTests {
     /// Written by `make alsa-plugin` (Tests/alsa-plugin/delay_probe.c).
+    static let windows = 20
+    /// Each window writes nothing for this long; the 200 ms buffer keeps playing.
+    static let windowMilliseconds = 40
     static let probe = ALSADeviceTests.root.appendingPathComponent(".build/alsa-plugin/hush-delay-probe").path
 
     /// One stretch between two changes of the position (hushd published a period): the delays seen in it.
@@ -66,7 +69,7 @@ struct ALSADelayInterpolationTests {
             FileManager.default.createFile(atPath: samples, contents: nil)
             let probe = Process()
             probe.executableURL = URL(fileURLWithPath: Self.probe)
-            probe.arguments = ["hush_raw:music", "20", "40"]
+            probe.arguments = ["hush_raw:music", "\(Self.windows)", "\(Self.windowMilliseconds)"]
             var environment = ProcessInfo.processInfo.environment
             environment["ALSA_CONFIG_PATH"] = ALSADeviceTests.alsaConfig
             environment["HUSH_SOCKET"] = hushd.socket
@@ -96,8 +99,17 @@ struct ALSADelayInterpolationTests {
                     + "\(distinct.last ?? 0); \(periods.filter { $0.distinct > 2 }.count) periods with more than 2; "
                     + "rises within a period: \(rises); a period's samples span \(medianLength) ms (median)"
             )
-            // Too few periods seen: the probe (or hushd) hardly ran — a busy machine, not a wrong hush.
+            // How often the probe looked per period of hushd: a probe the machine hardly ran sees one value per
+            // period whatever the plugin does.
+            let loops = text.split(separator: "\n").filter { $0.hasPrefix("loops ") }
+                .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+            let periodsRun = Double(Self.windows * Self.windowMilliseconds * 48) / Double(max(hushdPeriod, 1))
+            let looks = Int(Double(loops) / periodsRun)
+            print("snd_pcm_delay: the probe looked \(loops) times, \(looks) times per period of hushd")
+            // Too few periods seen, or too few looks: the probe (or hushd) hardly ran — a busy machine, not a wrong
+            // hush.
             guard periods.count >= 50 else { return "only \(periods.count) whole periods were seen" }
+            guard looks >= 4 else { return "the probe looked only \(looks) times per period" }
             return ALSADeviceTests.judge(
                 late: nil,
                 [

@@ -6,14 +6,17 @@
  *
  * Opens DEVICE for playback (S16_LE, stereo, 48 kHz, a 200 ms buffer), fills it, starts, then WINDOWS times:
  * writes nothing for WINDOW_MS while it samples snd_pcm_avail_update (which moves only when hushd publishes a
- * period) and snd_pcm_delay, then fills the buffer again. Prints one line per change of either:
+ * period) and snd_pcm_delay, then fills the buffer again. Prints one line per change of either (a pair taken
+ * while hushd published is taken again), and how many times it looked in each window:
  *
  *   sample WINDOW NANOSECONDS AVAIL DELAY
+ *   loops WINDOW COUNT
  *
  * and "done" at the end; an error says what failed and exits 1.
  */
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
+#include <sched.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,18 +81,22 @@ int main(int argc, char **argv) {
     for (int window = 0; window < windows; window++) {
         int64_t start = now_ns();
         snd_pcm_sframes_t last_avail = -1, last_delay = -1;
+        long loops = 0;
         for (int64_t now = start; now - start < window_ns; now = now_ns()) {
+            loops++;
             snd_pcm_sframes_t avail = snd_pcm_avail_update(pcm), delay = 0;
             if (avail < 0) return fail("snd_pcm_avail_update", (int)avail);
             if ((error = snd_pcm_delay(pcm, &delay)) < 0) return fail("snd_pcm_delay", error);
+            /* hushd published between the two calls: the delay may be the next period's; look again. */
+            if (snd_pcm_avail_update(pcm) != avail) continue;
             if (avail != last_avail || delay != last_delay) {
                 printf("sample %d %" PRId64 " %ld %ld\n", window, now - start, (long)avail, (long)delay);
                 last_avail = avail;
                 last_delay = delay;
             }
-            struct timespec pause = {.tv_sec = 0, .tv_nsec = 20000};
-            nanosleep(&pause, NULL);
+            sched_yield(); /* looking as often as it can, but not before hushd's audio thread */
         }
+        printf("loops %d %ld\n", window, loops);
         if ((error = fill(pcm)) < 0) return fail("writing", error);
     }
     snd_pcm_drop(pcm);
