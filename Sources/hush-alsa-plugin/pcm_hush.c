@@ -105,6 +105,9 @@ struct hush_pcm {
     snd_pcm_uframes_t boundary;
     snd_pcm_uframes_t avail_min;
     bool started;
+    /* When the stream last began to move as this side saw it (started, resumed, or found moving after it was
+       not): the delay is not interpolated from a snapshot older than that. */
+    int64_t moving_since_ns;
     bool disconnected;
 
     char reply[HUSH_CLIENT_LINE_BYTES];
@@ -579,22 +582,25 @@ static snd_pcm_sframes_t hush_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
 /*
  * Frames the device has played (or the microphone captured) since hushd's last snapshot, by the clock. hushd's
  * audio thread publishes once a period; between two, the delay would stand still and then jump by a period, so it
- * is interpolated from how long ago the snapshot was taken: at most one period (a late hushd is not a fast device),
- * and none while the stream does not move — not running here, paused by the application, held by the policy (a
- * held capture stream still receives silence at the real rate), or a snapshot older than two periods (hushd has
- * not run the stream since: it was paused or held a moment ago). Then the delay is frozen at the snapshot's.
+ * is interpolated from how long ago the snapshot was taken — or the stream began to move, if that was later (a
+ * snapshot from before a pause says nothing about the time since) — at most one period (a late hushd is not a fast
+ * device). None while the stream does not move: not running here, paused by the application, or held by the
+ * policy (a held capture stream still receives silence at the real rate); then the delay is the snapshot's.
  */
-static uint64_t frames_since_snapshot(const struct hush_pcm *pcm, const struct hush_wire_snapshot *snapshot) {
-    if (pcm->io.state != SND_PCM_STATE_RUNNING && pcm->io.state != SND_PCM_STATE_DRAINING) return 0;
+static uint64_t frames_since_snapshot(struct hush_pcm *pcm, const struct hush_wire_snapshot *snapshot) {
+    int64_t now = now_ns();
     uint32_t state = hush_wire_load32(&pcm->header->server_state);
-    if (state != HUSH_WIRE_STATE_RUNNING && (is_playback(pcm) || state != HUSH_WIRE_STATE_HELD)) return 0;
+    bool moving = (pcm->io.state == SND_PCM_STATE_RUNNING || pcm->io.state == SND_PCM_STATE_DRAINING) &&
+                  (state == HUSH_WIRE_STATE_RUNNING || (!is_playback(pcm) && state == HUSH_WIRE_STATE_HELD));
+    if (!moving) {
+        pcm->moving_since_ns = now;
+        return 0;
+    }
     if (snapshot->server_time_ns == 0 || pcm->period_frames == 0 || pcm->io.rate == 0) return 0;
-    uint64_t now = (uint64_t)now_ns();
-    if (now <= snapshot->server_time_ns) return 0;
-    uint64_t age = now - snapshot->server_time_ns;
-    uint64_t period_ns = (uint64_t)pcm->period_frames * 1000000000ull / pcm->io.rate;
-    if (age > 2 * period_ns) return 0;
-    uint64_t frames = age * pcm->io.rate / 1000000000ull;
+    int64_t since = (int64_t)snapshot->server_time_ns;
+    if (since < pcm->moving_since_ns) since = pcm->moving_since_ns;
+    if (now <= since) return 0;
+    uint64_t frames = (uint64_t)(now - since) * pcm->io.rate / 1000000000ull;
     return frames < pcm->period_frames ? frames : pcm->period_frames;
 }
 
@@ -664,6 +670,7 @@ static int hush_start(snd_pcm_ioplug_t *io) {
         return error;
     }
     pcm->started = true;
+    pcm->moving_since_ns = now_ns();
     return 0;
 }
 
@@ -684,6 +691,7 @@ static int hush_pause(snd_pcm_ioplug_t *io, int enable) {
     if (gone(pcm)) return -ENODEV;
     int error = stream_action(pcm, enable ? "pause" : "resume");
     if (error < 0) return error;
+    pcm->moving_since_ns = now_ns();
     raise_event(pcm);
     return 0;
 }

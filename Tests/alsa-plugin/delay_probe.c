@@ -7,9 +7,12 @@
  * Opens DEVICE for playback (S16_LE, stereo, 48 kHz, a 200 ms buffer), fills it, starts, then WINDOWS times:
  * writes nothing for WINDOW_MS while it samples snd_pcm_avail_update (which moves only when hushd publishes a
  * period) and snd_pcm_delay, then fills the buffer again. Prints one line per change of either (a pair taken
- * while hushd published is taken again), and how many times it looked in each window:
+ * while hushd published is taken again); at each change of AVAIL, the stretch that ended (WHOLE 0 for a window's
+ * first, which began before it) with when the probe first and last looked in it and how often; and how many times it
+ * looked in each window:
  *
  *   sample WINDOW NANOSECONDS AVAIL DELAY
+ *   stretch WINDOW WHOLE FIRST_NANOSECONDS LAST_NANOSECONDS LOOKS
  *   loops WINDOW COUNT
  *
  * and "done" at the end; an error says what failed and exits 1.
@@ -81,7 +84,9 @@ int main(int argc, char **argv) {
     for (int window = 0; window < windows; window++) {
         int64_t start = now_ns();
         snd_pcm_sframes_t last_avail = -1, last_delay = -1;
-        long loops = 0;
+        /* The stretch since the position last moved: when the probe first and last looked in it, how often. */
+        int64_t first = 0, last = 0;
+        long looks = 0, loops = 0, changes = 0;
         for (int64_t now = start; now - start < window_ns; now = now_ns()) {
             loops++;
             snd_pcm_sframes_t avail = snd_pcm_avail_update(pcm), delay = 0;
@@ -89,6 +94,17 @@ int main(int argc, char **argv) {
             if ((error = snd_pcm_delay(pcm, &delay)) < 0) return fail("snd_pcm_delay", error);
             /* hushd published between the two calls: the delay may be the next period's; look again. */
             if (snd_pcm_avail_update(pcm) != avail) continue;
+            if (avail != last_avail) {
+                /* The window's first stretch began before the window: it is not whole. */
+                if (last_avail >= 0)
+                    printf("stretch %d %d %" PRId64 " %" PRId64 " %ld\n", window, changes > 1 ? 1 : 0, first - start,
+                           last - start, looks);
+                changes++;
+                first = now;
+                looks = 0;
+            }
+            looks++;
+            last = now;
             if (avail != last_avail || delay != last_delay) {
                 printf("sample %d %" PRId64 " %ld %ld\n", window, now - start, (long)avail, (long)delay);
                 last_avail = avail;
