@@ -14,9 +14,10 @@
  *      re-prepare the stream. Closing the connection ends the stream (and its session, as by rule R10).
  *
  * Counters only grow (64-bit, they never wrap in practice); a ring index is counter % ring_frames.
- * Every word of the header has exactly one writer (below, beside each line of the struct). **hushd trusts nothing the client writes**: it keeps the geometry it made
- * in its own memory and never reads it back, clamps client_frames into the window that is possible, and reads it
- * once per period. A client can only spoil its own stream.
+ * Every word of the header has exactly one writer: the client, hushd's audio thread or hushd's control thread (the
+ * struct says which, line by line). **hushd trusts nothing the client writes**: it keeps the geometry it made in its
+ * own memory and never reads it back, clamps client_frames into the window that is possible, and reads it once per
+ * period. A client can only spoil its own stream.
  *
  * Playback: the client writes frames at client_frames and then advances it; hushd reads from server_frames.
  * Capture:  hushd writes frames at server_frames and then advances it; the client reads from client_frames.
@@ -136,7 +137,7 @@ struct hush_wire_header {
     uint64_t server_time_ns;      /* CLOCK_MONOTONIC when this snapshot's server_frames was reached */
     uint64_t underrun_frames;     /* playback: frames hushd wanted and the ring did not have (while running) */
     uint64_t overrun_frames;      /* capture: frames dropped because the client did not read them */
-    uint32_t delay_frames;        /* playback: frames between server_frames and the speaker (resampler, mixer, device) */
+    uint32_t delay_frames;        /* playback: frames from server_frames to the speaker (converter, mixer, device) */
     uint8_t reserved2[12];
 
     /* Writer: hushd's control thread only, when the policy's decisions about the stream change. */

@@ -52,7 +52,8 @@ static void print_case(int number, const char *configuration) {
 int main(int argc, char **argv) {
     size_t rows = sizeof(categories) / sizeof(categories[0]);
     for (size_t i = 0; i < rows; i++)
-        printf("table %s %s %s\n", categories[i].name, categories[i].category, categories[i].bus ? categories[i].bus : "-");
+        printf("table %s %s %s\n", categories[i].name, categories[i].category,
+               categories[i].bus ? categories[i].bus : "-");
     int number = 0;
     print_case(number++, "name \"probe\"");
     for (size_t i = 0; i < rows; i++) {
