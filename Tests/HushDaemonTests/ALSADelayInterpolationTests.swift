@@ -25,8 +25,9 @@ struct ALSADelayInterpolationTests {
         var last: Int64 = 0
         var looks = 0
         var distinct: Int { Set(delays).count }
-        /// Times the delay went up while nothing was written.
+        /// Times the delay went up, and down, within the stretch.
         var rises: Int { zip(delays, delays.dropFirst()).filter { $1 > $0 }.count }
+        var falls: Int { zip(delays, delays.dropFirst()).filter { $1 < $0 }.count }
     }
 
     /// The probe's whole stretches (`stretch WINDOW 1 FIRST LAST LOOKS`, each after its `sample` lines); a window's
@@ -60,13 +61,19 @@ struct ALSADelayInterpolationTests {
         return periods
     }
 
-    @Test("snd_pcm_delay takes many values within each of hushd's periods, only falling while nothing is written")
-    func delayIsInterpolated() throws {
+    /// Playback: what was written and not yet heard shrinks as the device plays, so the delay only falls while
+    /// nothing is written. Capture: what was captured and not yet read grows, so it only rises while nothing is read.
+    @Test(
+        "snd_pcm_delay takes many values within each of hushd's periods, moving one way while no frames move",
+        arguments: ["playback", "capture"]
+    )
+    func delayIsInterpolated(direction: String) throws {
+        let capture = direction == "capture"
         guard FileManager.default.fileExists(atPath: Self.probe) else {
             throw HushdTestFailure("\(Self.probe) is missing: run `make alsa-plugin` (make test does) first")
         }
         // Six takes, not three: beside `stress-ng --cpu 2` about one take in two watches enough periods.
-        try ALSADeviceTests.retaking("snd_pcm_delay between hushd's periods", attempts: 6) {
+        try ALSADeviceTests.retaking("\(direction): snd_pcm_delay between hushd's periods", attempts: 6) {
             let hushd = try HushdProcess()
             let output = (try? hushd.status())?["output"] as? [String: Any]
             let hushdPeriod = output?["periodFrames"] as? Int ?? 0
@@ -76,7 +83,12 @@ struct ALSADelayInterpolationTests {
             FileManager.default.createFile(atPath: samples, contents: nil)
             let probe = Process()
             probe.executableURL = URL(fileURLWithPath: Self.probe)
-            probe.arguments = ["hush_raw:music", "\(Self.windows)", "\(Self.windowMilliseconds)"]
+            probe.arguments =
+                [
+                    capture ? "hush_raw:CATEGORY=record" : "hush_raw:music", "\(Self.windows)",
+                    "\(Self.windowMilliseconds)",
+                ]
+                + (capture ? ["capture"] : [])
             var environment = ProcessInfo.processInfo.environment
             environment["ALSA_CONFIG_PATH"] = ALSADeviceTests.alsaConfig
             environment["HUSH_SOCKET"] = hushd.socket
@@ -102,13 +114,15 @@ struct ALSADelayInterpolationTests {
             let periods = all.filter { $0.looks >= 8 && 2 * ($0.last - $0.first) >= periodNanoseconds }
             let distinct = periods.map(\.distinct).sorted()
             let median = distinct.isEmpty ? 0 : distinct[distinct.count / 2]
-            let rises = all.map(\.rises).reduce(0, +)
+            // The wrong way: up for playback, down for capture.
+            let backwards = all.map { capture ? $0.falls : $0.rises }.reduce(0, +)
             let looks = periods.map(\.looks).sorted()
             print(
-                "snd_pcm_delay: hushd's period \(hushdPeriod) frames; \(all.count) whole periods seen, \(periods.count) "
+                "\(direction) snd_pcm_delay: hushd's period \(hushdPeriod) frames; \(all.count) whole periods seen, \(periods.count) "
                     + "watched (median \(looks.isEmpty ? 0 : looks[looks.count / 2]) looks); distinct delays per watched "
                     + "period: median \(median), least \(distinct.first ?? 0), most \(distinct.last ?? 0); "
-                    + "\(periods.filter { $0.distinct > 2 }.count) with more than 2; rises within a period: \(rises)"
+                    + "\(periods.filter { $0.distinct > 2 }.count) with more than 2; "
+                    + "\(capture ? "falls" : "rises") within a period: \(backwards)"
             )
             // Too few periods watched: the probe (or hushd) hardly ran — a busy machine, not a wrong hush.
             guard periods.count >= 20 else { return "only \(periods.count) periods were watched" }
@@ -116,7 +130,11 @@ struct ALSADelayInterpolationTests {
                 late: nil,
                 [
                     (median > 2, "the median period showed \(median) distinct delays (a stepped delay shows 1)"),
-                    (rises == 0, "the delay rose \(rises) times between periods while nothing was written"),
+                    (
+                        backwards == 0,
+                        "the delay went \(capture ? "down" : "up") \(backwards) times between hushd's periods while no "
+                            + "frames moved"
+                    ),
                 ]
             )
         }

@@ -1,12 +1,13 @@
 /*
- * delay_probe.c: plays through a hush ALSA device and watches snd_pcm_delay between hushd's periods
+ * delay_probe.c: plays or records through a hush ALSA device and watches snd_pcm_delay between hushd's periods
  * (ALSADelayInterpolationTests runs it; `make alsa-plugin` builds it into .build/alsa-plugin/hush-delay-probe).
  *
- *   hush-delay-probe DEVICE WINDOWS WINDOW_MS
+ *   hush-delay-probe DEVICE WINDOWS WINDOW_MS [capture]
  *
- * Opens DEVICE for playback (S16_LE, stereo, 48 kHz, a 200 ms buffer), fills it, starts, then WINDOWS times:
- * writes nothing for WINDOW_MS while it samples snd_pcm_avail_update (which moves only when hushd publishes a
- * period) and snd_pcm_delay, then fills the buffer again. Prints one line per change of either (a pair taken
+ * Opens DEVICE for playback (or capture; S16_LE, stereo, 48 kHz, a 200 ms buffer), fills it (playback), starts,
+ * then WINDOWS times: moves no frames for WINDOW_MS while it samples snd_pcm_avail_update (which moves only when
+ * hushd publishes a period) and snd_pcm_delay, then fills the buffer again (playback) or reads what it holds
+ * (capture). Prints one line per change of either (a pair taken
  * while hushd published is taken again); at each change of AVAIL, the stretch that ended (WHOLE 0 for a window's
  * first, which began before it) with when the probe first and last looked in it and how often; and how many times it
  * looked in each window:
@@ -19,11 +20,13 @@
  */
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
-#include <sched.h>
 #include <inttypes.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define RATE 48000u
@@ -42,27 +45,30 @@ static int fail(const char *what, int error) {
     return 1;
 }
 
-/* Writes silence until less than a period of room is left. */
-static int fill(snd_pcm_t *pcm) {
-    static int16_t silence[PERIOD_FRAMES * CHANNELS];
+/* Playback: writes silence until less than a period of room is left. Capture: reads all there is. */
+static int fill(snd_pcm_t *pcm, bool capture) {
+    static int16_t frames[PERIOD_FRAMES * CHANNELS];
     for (;;) {
         snd_pcm_sframes_t avail = snd_pcm_avail_update(pcm);
         if (avail < 0) return (int)avail;
-        if (avail < (snd_pcm_sframes_t)PERIOD_FRAMES) return 0;
-        snd_pcm_sframes_t written = snd_pcm_writei(pcm, silence, PERIOD_FRAMES);
-        if (written < 0) return (int)written;
+        if (capture ? avail == 0 : avail < (snd_pcm_sframes_t)PERIOD_FRAMES) return 0;
+        snd_pcm_uframes_t count = capture && avail < (snd_pcm_sframes_t)PERIOD_FRAMES ? (snd_pcm_uframes_t)avail
+                                                                                       : PERIOD_FRAMES;
+        snd_pcm_sframes_t moved = capture ? snd_pcm_readi(pcm, frames, count) : snd_pcm_writei(pcm, frames, count);
+        if (moved < 0) return (int)moved;
     }
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s DEVICE WINDOWS WINDOW_MS\n", argv[0]);
+    bool capture = argc == 5 && strcmp(argv[4], "capture") == 0;
+    if (argc != 4 && !capture) {
+        fprintf(stderr, "usage: %s DEVICE WINDOWS WINDOW_MS [capture]\n", argv[0]);
         return 2;
     }
     int windows = atoi(argv[2]);
     int64_t window_ns = (int64_t)atoi(argv[3]) * 1000000;
     snd_pcm_t *pcm;
-    int error = snd_pcm_open(&pcm, argv[1], SND_PCM_STREAM_PLAYBACK, 0);
+    int error = snd_pcm_open(&pcm, argv[1], capture ? SND_PCM_STREAM_CAPTURE : SND_PCM_STREAM_PLAYBACK, 0);
     if (error < 0) return fail("snd_pcm_open", error);
     snd_pcm_hw_params_t *hw;
     snd_pcm_hw_params_alloca(&hw);
@@ -78,7 +84,7 @@ int main(int argc, char **argv) {
         (error = snd_pcm_hw_params(pcm, hw)) < 0)
         return fail("snd_pcm_hw_params", error);
     printf("setup rate %u buffer %lu period %lu\n", rate, (unsigned long)buffer, (unsigned long)period);
-    if ((error = fill(pcm)) < 0) return fail("writing", error);
+    if (!capture && (error = fill(pcm, false)) < 0) return fail("writing", error);
     if (snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED && (error = snd_pcm_start(pcm)) < 0)
         return fail("snd_pcm_start", error);
     for (int window = 0; window < windows; window++) {
@@ -113,7 +119,7 @@ int main(int argc, char **argv) {
             sched_yield(); /* looking as often as it can, but not before hushd's audio thread */
         }
         printf("loops %d %ld\n", window, loops);
-        if ((error = fill(pcm)) < 0) return fail("writing", error);
+        if ((error = fill(pcm, capture)) < 0) return fail(capture ? "reading" : "writing", error);
     }
     snd_pcm_drop(pcm);
     snd_pcm_close(pcm);
