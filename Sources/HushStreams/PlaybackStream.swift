@@ -28,6 +28,8 @@ public final class PlaybackStream: @unchecked Sendable {
     let channels: Int
     let ringFrames: UInt64
     let frameBytes: Int
+    /// The ring's sample format, as the mixer's conversion names it.
+    let format: SampleFormat
 
     // The audio thread's own state.
     private var consumed: UInt64 = 0
@@ -67,6 +69,7 @@ public final class PlaybackStream: @unchecked Sendable {
         channels = geometry.channels
         ringFrames = UInt64(geometry.ringFrames)
         frameBytes = geometry.frameBytes
+        format = geometry.format.sampleFormat
         ratio = Double(mixerRate) / Double(geometry.rate)
         converter = try StreamGeometry.converter(channels: channels, from: geometry.rate, to: mixerRate)
         // Enough input for the largest period, with room for the converter's appetite.
@@ -174,24 +177,12 @@ public final class PlaybackStream: @unchecked Sendable {
         while done < count {
             let index = Int((consumed &+ UInt64(done)) % ringFrames)
             let chunk = min(count - done, Int(ringFrames) - index)
-            let source = memory.ring + index * frameBytes
-            let samples = chunk * channels
-            let target = destination + done * channels
-            switch geometry.format {
-            case .s16LE:
-                let input = source.assumingMemoryBound(to: Int16.self)
-                for i in 0..<samples { target[i] = Float(Int16(littleEndian: input[i])) * (1 / 32768) }
-            case .s32LE:
-                let input = source.assumingMemoryBound(to: Int32.self)
-                for i in 0..<samples { target[i] = Float(Int32(littleEndian: input[i])) * (1 / 2_147_483_648) }
-            case .floatLE:
-                let input = source.assumingMemoryBound(to: UInt32.self)
-                for i in 0..<samples {
-                    let value = Float(bitPattern: UInt32(littleEndian: input[i]))
-                    // NaN fails both comparisons and becomes silence; anything louder than full scale is clipped.
-                    target[i] = value >= -1 ? (value <= 1 ? value : 1) : (value < -1 ? -1 : 0)
-                }
-            }
+            SampleConversion.read(
+                memory.ring + index * frameBytes,
+                count: chunk * channels,
+                format: format,
+                into: destination + done * channels
+            )
             done += chunk
         }
         consumed &+= UInt64(count)

@@ -180,4 +180,49 @@ struct StreamWireTests {
             #expect(values == Array(samples.prefix(16)))
         }
     }
+
+    /// The way in: a playback stream's samples become floats by the mixer's ``SampleConversion/read``: integers over
+    /// 2^15 or 2^31 (the most negative exactly -1), floats with NaN silenced and anything past full scale clipped.
+    @Test("playback streams read samples with the mixer's conversion", arguments: StreamSampleFormat.allCases)
+    func playbackReadsAsTheMixer(format: StreamSampleFormat) throws {
+        let memory = try Self.memory(.playback, format)
+        let stream = try PlaybackStream(memory: memory, mixerRate: Self.rate, maxFrames: 64)
+        let bytes = 64 * format.bytes
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<bytes {
+            memory.ring.storeBytes(of: UInt8.random(in: 0...255, using: &generator), toByteOffset: i, as: UInt8.self)
+        }
+        let anchors: [Float]
+        switch format {
+        case .s16LE:
+            for (i, value) in [Int16.min, .max, 16384, -1, 0].enumerated() {
+                memory.ring.storeBytes(of: value.littleEndian, toByteOffset: 2 * i, as: Int16.self)
+            }
+            anchors = [-1, 32767 / 32768, 0.5, -1 / 32768, 0]
+        case .s32LE:
+            for (i, value) in [Int32.min, .max, 1 << 30, 0].enumerated() {
+                memory.ring.storeBytes(of: value.littleEndian, toByteOffset: 4 * i, as: Int32.self)
+            }
+            anchors = [-1, 1, 0.5, 0]
+        case .floatLE:
+            for (i, value) in [Float.nan, 2, -3, 0.25, -Float.infinity].enumerated() {
+                memory.ring.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: 4 * i, as: UInt32.self)
+            }
+            anchors = [0, 1, -1, 0.25, -1]
+        }
+        hush_wire_store64(
+            (UnsafeMutableRawPointer(memory.header) + MemoryLayout<hush_wire_header>.offset(of: \.client_frames)!)
+                .assumingMemoryBound(to: UInt64.self),
+            64
+        )
+        var rendered = [Float](repeating: .nan, count: 64)
+        var expected = [Float](repeating: .nan, count: 64)
+        #expect(rendered.withUnsafeMutableBufferPointer { stream.render(into: $0.baseAddress!, frames: 64) } == 64)
+        expected.withUnsafeMutableBufferPointer {
+            SampleConversion.read(memory.ring, count: 64, format: format.sampleFormat, into: $0.baseAddress!)
+        }
+        #expect(rendered == expected)
+        print("\(format) read: \(Array(rendered.prefix(anchors.count)))")
+        #expect(Array(rendered.prefix(anchors.count)) == anchors)
+    }
 }
