@@ -14,9 +14,10 @@
  *      re-prepare the stream. Closing the connection ends the stream (and its session, as by rule R10).
  *
  * Counters only grow (64-bit, they never wrap in practice); a ring index is counter % ring_frames.
- * Each side writes only its own fields. **hushd trusts nothing the client writes**: it keeps the geometry it made
- * in its own memory and never reads it back, clamps client_frames into the window that is possible, and reads it
- * once per period. A client can only spoil its own stream.
+ * Every word of the header has exactly one writer: the client, hushd's audio thread or hushd's control thread (the
+ * struct says which, line by line). **hushd trusts nothing the client writes**: it keeps the geometry it made in its
+ * own memory and never reads it back, clamps client_frames into the window that is possible, and reads it once per
+ * period. A client can only spoil its own stream.
  *
  * Playback: the client writes frames at client_frames and then advances it; hushd reads from server_frames.
  * Capture:  hushd writes frames at server_frames and then advances it; the client reads from client_frames.
@@ -28,7 +29,9 @@
 #include <stdint.h>
 
 #define HUSH_WIRE_MAGIC 0x48555348u /* "HUSH" */
-#define HUSH_WIRE_VERSION 1u
+/* 2: one writer per word (server_flags split into audio_flags and control_flags), the audio thread's words
+   published as one snapshot under `sequence`. */
+#define HUSH_WIRE_VERSION 2u
 /* The ring starts here, one page into the memfd. */
 #define HUSH_WIRE_HEADER_BYTES 4096u
 
@@ -77,20 +80,32 @@ enum hush_wire_state {
     HUSH_WIRE_STATE_CLOSED = 4,
 };
 
-/* server_flags: */
-enum hush_wire_server_flag {
+/* control_flags: what hushd's control thread tells the client about the stream. */
+enum hush_wire_control_flag {
     /* Playback: the stream is at gain 0 (silence switch, R1), still consumed at the real rate. */
     HUSH_WIRE_SERVER_SILENCED = 1u << 0,
+};
+
+/* audio_flags: what hushd's audio thread tells the client, in the same snapshot as the period's counters. */
+enum hush_wire_audio_flag {
     /* Capture: the frames are the microphone's (else silence: the stream is not allowed to hear it). */
     HUSH_WIRE_SERVER_MICROPHONE = 1u << 1,
 };
 
 /*
- * The first page of the memfd. Geometry first (hushd writes it once, before passing the memfd), then the client's
- * fields and hushd's fields on cache lines of their own. Accessed through the functions below only.
+ * The first page of the memfd: four cache lines, each written by one writer only, so no word is ever
+ * read-modified-written by two threads. Accessed through the functions below only.
+ *
+ *   geometry    hushd's control thread, once, before the memfd is passed; never read back by hushd
+ *   client      the client (the application's thread that calls ALSA; ALSA calls a PCM from one at a time)
+ *   audio       hushd's audio thread, once per period the stream runs, as one snapshot (hush_wire_publish)
+ *   control     hushd's control thread (the policy's decisions: state, silence), whenever they change
+ *
+ * Whatever the client writes outside its line is overwritten or never read: hushd keeps its own copies of
+ * everything it writes (including the snapshot's sequence), and reads only the client's line.
  */
 struct hush_wire_header {
-    /* Geometry: written by hushd before the memfd is passed; hushd never reads it back. */
+    /* Geometry. Writer: hushd's control thread, before the memfd is passed; hushd never reads it back. */
     uint32_t magic;
     uint32_t version;
     uint32_t header_bytes;  /* == HUSH_WIRE_HEADER_BYTES: where the ring starts */
@@ -104,34 +119,50 @@ struct hush_wire_header {
     uint64_t stream_id;     /* as status and the log name it */
     uint8_t reserved0[16];
 
-    /* Written by the client only. */
+    /* Writer: the client only. hushd reads each word once per period and checks it before use. */
     uint64_t client_frames; /* playback: frames written; capture: frames read */
     uint32_t client_flags;  /* enum hush_wire_client_flag */
     uint32_t wake_frames;   /* wake me when this many frames are free (playback) or ready (capture); 0: each period */
     uint8_t reserved1[48];
 
-    /* Written by hushd only (the client's writes here are overwritten and never read). */
+    /*
+     * Writer: hushd's audio thread only, once per period while the stream runs (a paused or held playback stream
+     * is not run: its snapshot stays as it was). One snapshot: `sequence` is odd while the words below change, and
+     * a reader that sees it odd, or changed across its reads, reads again (hush_wire_read_snapshot).
+     */
+    uint32_t sequence;
+    uint32_t audio_flags;         /* enum hush_wire_audio_flag */
     uint64_t server_frames;       /* playback: frames consumed; capture: frames written */
     uint64_t played_frames;       /* playback: frames that have reached the output device's end */
-    uint64_t server_time_ns;      /* CLOCK_MONOTONIC when server_frames last moved */
+    uint64_t server_time_ns;      /* CLOCK_MONOTONIC when this snapshot's server_frames was reached */
     uint64_t underrun_frames;     /* playback: frames hushd wanted and the ring did not have (while running) */
     uint64_t overrun_frames;      /* capture: frames dropped because the client did not read them */
-    uint32_t delay_frames;        /* frames between server_frames and the speaker (resampler + mixer + device) */
-    uint32_t server_state;        /* enum hush_wire_state */
-    uint32_t server_flags;        /* enum hush_wire_server_flag */
+    uint32_t delay_frames;        /* playback: frames from server_frames to the speaker (converter, mixer, device) */
     uint8_t reserved2[12];
+
+    /* Writer: hushd's control thread only, when the policy's decisions about the stream change. */
+    uint32_t server_state;  /* enum hush_wire_state */
+    uint32_t control_flags; /* enum hush_wire_control_flag */
+    uint8_t reserved3[56];
 };
 
 _Static_assert(offsetof(struct hush_wire_header, magic) == 0, "hush_wire_header layout");
 _Static_assert(offsetof(struct hush_wire_header, period_frames) == 36, "hush_wire_header layout");
 _Static_assert(offsetof(struct hush_wire_header, stream_id) == 40, "hush_wire_header layout");
-_Static_assert(offsetof(struct hush_wire_header, client_frames) == 64, "client fields start a cache line");
+_Static_assert(offsetof(struct hush_wire_header, client_frames) == 64, "the client's line starts a cache line");
 _Static_assert(offsetof(struct hush_wire_header, client_flags) == 72, "hush_wire_header layout");
 _Static_assert(offsetof(struct hush_wire_header, wake_frames) == 76, "hush_wire_header layout");
-_Static_assert(offsetof(struct hush_wire_header, server_frames) == 128, "server fields start a cache line");
-_Static_assert(offsetof(struct hush_wire_header, delay_frames) == 168, "hush_wire_header layout");
-_Static_assert(offsetof(struct hush_wire_header, server_flags) == 176, "hush_wire_header layout");
-_Static_assert(sizeof(struct hush_wire_header) == 192, "hush_wire_header is three cache lines");
+_Static_assert(offsetof(struct hush_wire_header, sequence) == 128, "the audio thread's line starts a cache line");
+_Static_assert(offsetof(struct hush_wire_header, audio_flags) == 132, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, server_frames) == 136, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, played_frames) == 144, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, server_time_ns) == 152, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, underrun_frames) == 160, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, overrun_frames) == 168, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, delay_frames) == 176, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, server_state) == 192, "the control thread's line starts a cache line");
+_Static_assert(offsetof(struct hush_wire_header, control_flags) == 196, "hush_wire_header layout");
+_Static_assert(sizeof(struct hush_wire_header) == 256, "hush_wire_header is four cache lines");
 _Static_assert(sizeof(struct hush_wire_header) <= HUSH_WIRE_HEADER_BYTES, "the header fits its page");
 
 /* Bytes per sample of a format; 0 for one hush does not know. */
@@ -166,6 +197,60 @@ static inline void hush_wire_store64(uint64_t *field, uint64_t value) {
 static inline uint32_t hush_wire_load32(const uint32_t *field) { return __atomic_load_n(field, __ATOMIC_ACQUIRE); }
 static inline void hush_wire_store32(uint32_t *field, uint32_t value) {
     __atomic_store_n(field, value, __ATOMIC_RELEASE);
+}
+
+/* The audio thread's line, as one consistent snapshot. */
+struct hush_wire_snapshot {
+    uint64_t server_frames;
+    uint64_t played_frames;
+    uint64_t server_time_ns;
+    uint64_t underrun_frames;
+    uint64_t overrun_frames;
+    uint32_t delay_frames;
+    uint32_t audio_flags;
+};
+
+/*
+ * hushd's audio thread only: publishes a period's snapshot. `sequence` is the writer's own count (even; never read
+ * back from the shared memory, which the client can write); the next one is returned. The words are stored with
+ * release, as single counters were before, so a reader that loads server_frames alone still sees the ring's frames
+ * it covers.
+ */
+static inline uint32_t hush_wire_publish(struct hush_wire_header *header, uint32_t sequence,
+                                         const struct hush_wire_snapshot *snapshot) {
+    __atomic_store_n(&header->sequence, sequence + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&header->audio_flags, snapshot->audio_flags, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->server_frames, snapshot->server_frames, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->played_frames, snapshot->played_frames, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->server_time_ns, snapshot->server_time_ns, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->underrun_frames, snapshot->underrun_frames, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->overrun_frames, snapshot->overrun_frames, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->delay_frames, snapshot->delay_frames, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->sequence, sequence + 2, __ATOMIC_RELEASE);
+    return sequence + 2;
+}
+
+/*
+ * Reads the audio thread's line as one snapshot: every word from the same period. True when it is consistent;
+ * false when it changed under each of a bounded number of tries (a writer that stopped half-way, which a live
+ * hushd never does: a snapshot takes it a few stores), and then `snapshot` holds the last try's words.
+ */
+static inline int hush_wire_read_snapshot(const struct hush_wire_header *header, struct hush_wire_snapshot *snapshot) {
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        uint32_t before = __atomic_load_n(&header->sequence, __ATOMIC_ACQUIRE);
+        snapshot->audio_flags = __atomic_load_n(&header->audio_flags, __ATOMIC_ACQUIRE);
+        snapshot->server_frames = __atomic_load_n(&header->server_frames, __ATOMIC_ACQUIRE);
+        snapshot->played_frames = __atomic_load_n(&header->played_frames, __ATOMIC_ACQUIRE);
+        snapshot->server_time_ns = __atomic_load_n(&header->server_time_ns, __ATOMIC_ACQUIRE);
+        snapshot->underrun_frames = __atomic_load_n(&header->underrun_frames, __ATOMIC_ACQUIRE);
+        snapshot->overrun_frames = __atomic_load_n(&header->overrun_frames, __ATOMIC_ACQUIRE);
+        snapshot->delay_frames = __atomic_load_n(&header->delay_frames, __ATOMIC_ACQUIRE);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        uint32_t after = __atomic_load_n(&header->sequence, __ATOMIC_RELAXED);
+        if (before == after && (before & 1u) == 0) return 1;
+    }
+    return 0;
 }
 
 #endif

@@ -1,6 +1,8 @@
 import HushCore
 
-/// The soft limiter and the conversions to device formats, kept apart so they are tested bit for bit.
+/// The soft limiter and the conversions between float and the sample formats — to a device or a capture stream
+/// (``write(_:count:to:format:)``), from a playback stream (``read(_:count:format:into:)``) — kept apart so they are
+/// tested bit for bit.
 public enum SampleConversion {
     /// Where the limiter's knee starts (about -1.9 dBFS): below it, samples pass unchanged.
     public static let limiterThreshold: Float = 0.8
@@ -139,6 +141,41 @@ public enum SampleConversion {
         case .floatLE:
             let out = output.assumingMemoryBound(to: UInt32.self)
             for i in 0..<count { out[i] = samples[i].bitPattern.littleEndian }
+        }
+    }
+
+    /// Reads `count` samples in `format` from `input` as floats, the way into the mix (an application's stream):
+    /// integers divided by 2^15, 2^23 or 2^31, so the most negative value is exactly -1 and the largest a step under 1
+    /// (``write(_:count:to:format:)`` scales by one less, so that both +1 and -1 fit); floats as they are, but NaN
+    /// becomes silence and anything beyond full scale is clipped, since whoever wrote them is not trusted.
+    @_noAllocation @_noLocks
+    public static func read(
+        _ input: UnsafeRawPointer,
+        count: Int,
+        format: SampleFormat,
+        into output: UnsafeMutablePointer<Float>
+    ) {
+        switch format {
+        case .s16LE:
+            let samples = input.assumingMemoryBound(to: Int16.self)
+            for i in 0..<count { output[i] = Float(Int16(littleEndian: samples[i])) * (1 / 32768) }
+        case .s24_3LE:
+            let bytes = input.assumingMemoryBound(to: UInt8.self)
+            for i in 0..<count {
+                let value =
+                    UInt32(bytes[3 &* i]) << 8 | UInt32(bytes[3 &* i &+ 1]) << 16 | UInt32(bytes[3 &* i &+ 2]) << 24
+                output[i] = Float(Int32(bitPattern: value) >> 8) * (1 / 8_388_608)
+            }
+        case .s32LE:
+            let samples = input.assumingMemoryBound(to: Int32.self)
+            for i in 0..<count { output[i] = Float(Int32(littleEndian: samples[i])) * (1 / 2_147_483_648) }
+        case .floatLE:
+            let samples = input.assumingMemoryBound(to: UInt32.self)
+            for i in 0..<count {
+                let value = Float(bitPattern: UInt32(littleEndian: samples[i]))
+                // NaN fails both comparisons and becomes silence; anything louder than full scale is clipped.
+                output[i] = value >= -1 ? (value <= 1 ? value : 1) : (value < -1 ? -1 : 0)
+            }
         }
     }
 

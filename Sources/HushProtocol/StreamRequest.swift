@@ -89,6 +89,28 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
     public static func periodFrameCounts(bufferFrames: Int) -> ClosedRange<Int> {
         minimumPeriodFrames...max(minimumPeriodFrames, bufferFrames / 2)
     }
+
+    // MARK: The ALSA device's names
+
+    /// A name the `hush` ALSA device takes for its CATEGORY (`hush:music`), and what it asks `open-stream` for.
+    public struct DeviceName: Hashable, Sendable {
+        public var name: String
+        public var category: HushCore.Category
+        /// nil: the device names no bus, and hushd picks the category's (``HushCore/Category/defaultBus``).
+        public var bus: Bus?
+    }
+
+    /// The `hush` device's CATEGORY names (deploy/alsa/50-hush.conf, docs/applications.md): each category as hushd
+    /// spells it, and the aliases that pick a bus too. The plugin (C, no Swift) has the same table in pcm_hush.c;
+    /// PluginRequestLineTests parses the lines the plugin builds from it and holds the two equal.
+    public static let deviceNames: [DeviceName] =
+        HushCore.Category.allCases.map { DeviceName(name: $0.rawValue, category: $0, bus: nil) } + [
+            DeviceName(name: "music", category: .playback, bus: .music),
+            DeviceName(name: "effects", category: .ambient, bus: .effect),
+            DeviceName(name: "ringtone", category: .soloAmbient, bus: .ringer),
+            DeviceName(name: "alarm", category: .playback, bus: .ringer),
+            DeviceName(name: "voice", category: .playAndRecord, bus: .music),
+        ]
 }
 
 /// The stream `open-stream` made, as its reply carries it; the descriptors come with the same line.

@@ -12,6 +12,10 @@ import Synchronization
 /// microphone gets silence, never nothing. A client that does not read loses the newest frames (counted as
 /// overrun); hushd never waits for it.
 ///
+/// Samples leave as the mixer's output leaves for a device: ``HushMixer/SampleConversion/write(_:count:to:format:)``,
+/// the same full scale (1.0 → 32767, symmetric) and rounding (to nearest, ties to even) for a capture stream as for
+/// what hushd plays.
+///
 /// - Important: ``deliver(_:channels:frames:)`` runs on the audio thread.
 public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
     public let memory: StreamMemory
@@ -19,6 +23,8 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
     let converter: RateConverter?
     let ringFrames: UInt64
     let frameBytes: Int
+    /// The ring's sample format, as the mixer's conversion names it.
+    let format: SampleFormat
     private var written: UInt64 = 0
     /// The period's frames in the stream's channel count (mixer rate), then at the stream's rate.
     private let mapped: UnsafeMutablePointer<Float>
@@ -38,6 +44,7 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
         let channels = geometry.channels
         ringFrames = UInt64(geometry.ringFrames)
         frameBytes = geometry.frameBytes
+        format = geometry.format.sampleFormat
         converter = try StreamGeometry.converter(channels: channels, from: mixerRate, to: geometry.rate)
         mapped = .allocate(capacity: maxFrames * channels)
         mapped.initialize(repeating: 0, count: maxFrames * channels)
@@ -62,14 +69,13 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
         let microphone = take(source, channels: sourceChannels, frames: frames, into: mapped)
         if let converter {
             let made = converter.process(mapped, frames: frames, into: converted, capacity: convertedCapacity).made
-            write(converted, count: made)
+            write(converted, count: made, microphone: microphone)
         } else {
-            write(mapped, count: frames)
+            write(mapped, count: frames, microphone: microphone)
         }
-        memory.setFlag(StreamMemory.microphoneFlag, microphone)
     }
 
-    private func write(_ samples: UnsafePointer<Float>, count: Int) {
+    private func write(_ samples: UnsafePointer<Float>, count: Int, microphone: Bool) {
         let read = memory.clientFrames
         var filled = written &- read
         if filled > ringFrames {
@@ -86,25 +92,15 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
             let index = Int((written &+ UInt64(done)) % ringFrames)
             let chunk = min(taken - done, Int(ringFrames) - index)
             let target = memory.ring + index * frameBytes
-            let input = samples + done * channels
-            let n = chunk * channels
-            switch geometry.format {
-            case .s16LE:
-                let out = target.assumingMemoryBound(to: Int16.self)
-                for i in 0..<n { out[i] = Int16(clampingSample: input[i] * 32767).littleEndian }
-            case .s32LE:
-                let out = target.assumingMemoryBound(to: Int32.self)
-                for i in 0..<n { out[i] = Int32(clampingSample: input[i] * 2_147_483_520).littleEndian }
-            case .floatLE:
-                let out = target.assumingMemoryBound(to: UInt32.self)
-                for i in 0..<n { out[i] = input[i].bitPattern.littleEndian }
-            }
+            SampleConversion.write(samples + done * channels, count: chunk * channels, to: target, format: format)
             done += chunk
         }
         written &+= UInt64(taken)
-        hush_wire_store64(memory.serverFramesField, written)
-        hush_wire_store64(memory.serverTimeField, PlaybackStream.now())
-        hush_wire_store64(memory.overrunFramesField, UInt64(overrunFrames.load(ordering: .relaxed)))
+        var snapshot = hush_wire_snapshot()
+        snapshot.server_frames = written
+        snapshot.overrun_frames = UInt64(overrunFrames.load(ordering: .relaxed))
+        snapshot.audio_flags = microphone ? StreamMemory.microphoneFlag : 0
+        memory.publish(&snapshot)
         let flags = memory.clientFlags
         guard flags & StreamMemory.waitingFlag != 0 else { return }
         let ready = Int(min(written &- read, ringFrames))
@@ -112,18 +108,13 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
     }
 }
 
-extension Int16 {
-    @inline(__always)
-    init(clampingSample value: Float) {
-        self = value >= 32767 ? .max : (value <= -32768 ? .min : (value == value ? Int16(value) : 0))
-    }
-}
-
-extension Int32 {
-    @inline(__always)
-    init(clampingSample value: Float) {
-        self =
-            value >= 2_147_483_520
-            ? 2_147_483_520 : (value <= -2_147_483_520 ? -2_147_483_520 : (value == value ? Int32(value) : 0))
+extension StreamSampleFormat {
+    /// The same format as the mixer's conversions name it.
+    var sampleFormat: SampleFormat {
+        switch self {
+        case .s16LE: .s16LE
+        case .s32LE: .s32LE
+        case .floatLE: .floatLE
+        }
     }
 }

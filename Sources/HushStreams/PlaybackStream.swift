@@ -4,10 +4,6 @@ import HushCore
 import HushMixer
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// An application's playback stream as the mixer sees it: a voice that pulls the client's frames out of the
 /// shared ring, converts them to float at the mixer's rate, and tells the client where it is.
 ///
@@ -32,6 +28,8 @@ public final class PlaybackStream: @unchecked Sendable {
     let channels: Int
     let ringFrames: UInt64
     let frameBytes: Int
+    /// The ring's sample format, as the mixer's conversion names it.
+    let format: SampleFormat
 
     // The audio thread's own state.
     private var consumed: UInt64 = 0
@@ -71,6 +69,7 @@ public final class PlaybackStream: @unchecked Sendable {
         channels = geometry.channels
         ringFrames = UInt64(geometry.ringFrames)
         frameBytes = geometry.frameBytes
+        format = geometry.format.sampleFormat
         ratio = Double(mixerRate) / Double(geometry.rate)
         converter = try StreamGeometry.converter(channels: channels, from: geometry.rate, to: mixerRate)
         // Enough input for the largest period, with room for the converter's appetite.
@@ -178,24 +177,12 @@ public final class PlaybackStream: @unchecked Sendable {
         while done < count {
             let index = Int((consumed &+ UInt64(done)) % ringFrames)
             let chunk = min(count - done, Int(ringFrames) - index)
-            let source = memory.ring + index * frameBytes
-            let samples = chunk * channels
-            let target = destination + done * channels
-            switch geometry.format {
-            case .s16LE:
-                let input = source.assumingMemoryBound(to: Int16.self)
-                for i in 0..<samples { target[i] = Float(Int16(littleEndian: input[i])) * (1 / 32768) }
-            case .s32LE:
-                let input = source.assumingMemoryBound(to: Int32.self)
-                for i in 0..<samples { target[i] = Float(Int32(littleEndian: input[i])) * (1 / 2_147_483_648) }
-            case .floatLE:
-                let input = source.assumingMemoryBound(to: UInt32.self)
-                for i in 0..<samples {
-                    let value = Float(bitPattern: UInt32(littleEndian: input[i]))
-                    // NaN fails both comparisons and becomes silence; anything louder than full scale is clipped.
-                    target[i] = value >= -1 ? (value <= 1 ? value : 1) : (value < -1 ? -1 : 0)
-                }
-            }
+            SampleConversion.read(
+                memory.ring + index * frameBytes,
+                count: chunk * channels,
+                format: format,
+                into: destination + done * channels
+            )
             done += chunk
         }
         consumed &+= UInt64(count)
@@ -211,25 +198,19 @@ public final class PlaybackStream: @unchecked Sendable {
             empty
             ? Int(Double(max(0, queue + Int(Double(staged) * ratio) - emptyRun)) / ratio)
             : queued
-        hush_wire_store64(memory.serverFramesField, consumed)
         // What is still on its way is never more than what was consumed: a stream's first periods are behind an
         // output queue longer than themselves, and `played` must not wrap (a client would think it all heard).
         let behind = UInt64(min(stillQueued, Int(ringFrames) * 4))
-        hush_wire_store64(memory.playedFramesField, consumed >= behind ? consumed - behind : 0)
-        hush_wire_store64(memory.serverTimeField, Self.now())
-        hush_wire_store64(memory.underrunFramesField, UInt64(underrunFrames.load(ordering: .relaxed)))
-        hush_wire_store32(memory.delayFramesField, UInt32(clamping: queued))
+        var snapshot = hush_wire_snapshot()
+        snapshot.server_frames = consumed
+        snapshot.played_frames = consumed >= behind ? consumed - behind : 0
+        snapshot.underrun_frames = UInt64(underrunFrames.load(ordering: .relaxed))
+        snapshot.delay_frames = UInt32(clamping: queued)
+        memory.publish(&snapshot)
         guard flags & StreamMemory.waitingFlag != 0 || draining else { return }
         let filled = written &- consumed
         let free = filled > ringFrames ? 0 : Int(ringFrames - filled)
         let wake = min(max(memory.wakeFrames, 1), Int(ringFrames))
         if free >= wake || draining { memory.signal() }
-    }
-
-    @inline(__always)
-    static func now() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 }

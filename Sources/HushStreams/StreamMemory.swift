@@ -90,9 +90,11 @@ public struct StreamGeometry: Hashable, Sendable {
 
 /// One stream's shared memory — a sealed memfd with the wire header and the ring, mapped — and its eventfd.
 ///
-/// hushd writes the geometry once, here, and afterwards only its own fields; it reads the client's two fields
-/// (`client_frames`, `client_flags`, and `wake_frames`) through ``clientFrames`` and friends, and checks them
-/// before use (``PlaybackStream``, ``CaptureStream``).
+/// Every word of the header has one writer (hush_wire.h): hushd's control thread writes the geometry once, here,
+/// then the stream's state and control flags (``setState(_:)``, ``setFlag(_:_:)``); hushd's audio thread writes
+/// the period's counters as one snapshot (``publish(_:)``); the client writes its own line, which hushd reads
+/// (`client_frames`, `client_flags` and `wake_frames`) through ``clientFrames`` and friends, and checks before use
+/// (``PlaybackStream``, ``CaptureStream``).
 public final class StreamMemory: @unchecked Sendable {
     public let geometry: StreamGeometry
     /// The descriptors to pass to the client (hushd keeps its own; the server sends duplicates).
@@ -104,14 +106,15 @@ public final class StreamMemory: @unchecked Sendable {
     let clientFramesField: UnsafeMutablePointer<UInt64>
     let clientFlagsField: UnsafeMutablePointer<UInt32>
     let wakeFramesField: UnsafeMutablePointer<UInt32>
+    let header: UnsafeMutablePointer<hush_wire_header>
     let serverFramesField: UnsafeMutablePointer<UInt64>
-    let playedFramesField: UnsafeMutablePointer<UInt64>
-    let serverTimeField: UnsafeMutablePointer<UInt64>
-    let underrunFramesField: UnsafeMutablePointer<UInt64>
-    let overrunFramesField: UnsafeMutablePointer<UInt64>
-    let delayFramesField: UnsafeMutablePointer<UInt32>
     let stateField: UnsafeMutablePointer<UInt32>
-    let serverFlagsField: UnsafeMutablePointer<UInt32>
+    let controlFlagsField: UnsafeMutablePointer<UInt32>
+
+    /// The control thread's own copy of `control_flags` (the only writer keeps it; never read back).
+    private var controlFlags: UInt32 = 0
+    /// The audio thread's own count of snapshots (even; never read back from the shared memory).
+    private var sequence: UInt32 = 0
 
     public init(_ geometry: StreamGeometry) throws(StreamError) {
         self.geometry = geometry
@@ -147,15 +150,11 @@ public final class StreamMemory: @unchecked Sendable {
         clientFlagsField = field(\.client_flags)
         wakeFramesField = field(\.wake_frames)
         serverFramesField = field(\.server_frames)
-        playedFramesField = field(\.played_frames)
-        serverTimeField = field(\.server_time_ns)
-        underrunFramesField = field(\.underrun_frames)
-        overrunFramesField = field(\.overrun_frames)
-        delayFramesField = field(\.delay_frames)
         stateField = field(\.server_state)
-        serverFlagsField = field(\.server_flags)
+        controlFlagsField = field(\.control_flags)
 
         let header = mapped.assumingMemoryBound(to: hush_wire_header.self)
+        self.header = header
         header.pointee.magic = HUSH_WIRE_MAGIC
         header.pointee.version = HUSH_WIRE_VERSION
         header.pointee.header_bytes = HUSH_WIRE_HEADER_BYTES
@@ -185,7 +184,8 @@ public final class StreamMemory: @unchecked Sendable {
         case closed = 4
     }
 
-    /// Control side: tells the client what hushd does with the stream, and wakes it.
+    /// Control thread only (`server_state`'s one writer): tells the client what hushd does with the stream, and
+    /// wakes it.
     public func setState(_ state: State) {
         hush_wire_store32(stateField, state.rawValue)
         signal()
@@ -193,14 +193,43 @@ public final class StreamMemory: @unchecked Sendable {
 
     public var state: State { State(rawValue: hush_wire_load32(stateField)) ?? .closed }
 
-    /// Sets or clears a server flag (``silencedFlag``, ``microphoneFlag``).
+    /// Control thread only (`control_flags`' one writer): sets or clears a control flag (``silencedFlag``). The
+    /// word is this thread's alone, so the change is made on its own copy and stored whole.
     public func setFlag(_ flag: UInt32, _ on: Bool) {
-        let flags = hush_wire_load32(serverFlagsField)
-        hush_wire_store32(serverFlagsField, on ? flags | flag : flags & ~flag)
+        precondition(flag & ~Self.controlFlags == 0, "control_flags holds the control thread's flags only")
+        controlFlags = on ? controlFlags | flag : controlFlags & ~flag
+        hush_wire_store32(controlFlagsField, controlFlags)
+    }
+
+    /// Audio thread only (the one writer of the header's audio line): publishes a period's counters and flags as
+    /// one snapshot, which the client reads whole (hush_wire_read_snapshot).
+    @inline(__always)
+    func publish(_ snapshot: inout hush_wire_snapshot) {
+        snapshot.server_time_ns = Self.now()
+        sequence = hush_wire_publish(header, sequence, &snapshot)
+    }
+
+    /// The snapshot as the client reads it (tests).
+    package var snapshot: hush_wire_snapshot {
+        var snapshot = hush_wire_snapshot()
+        _ = hush_wire_read_snapshot(header, &snapshot)
+        return snapshot
+    }
+
+    /// Control side: whether `control_flags` has `flag` (tests).
+    package func hasControlFlag(_ flag: UInt32) -> Bool { hush_wire_load32(controlFlagsField) & flag != 0 }
+
+    /// CLOCK_MONOTONIC in nanoseconds, the clock the plugin interpolates its delay with.
+    @inline(__always)
+    static func now() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
     }
 
     public static let silencedFlag = UInt32(HUSH_WIRE_SERVER_SILENCED.rawValue)
     public static let microphoneFlag = UInt32(HUSH_WIRE_SERVER_MICROPHONE.rawValue)
+    static let controlFlags = silencedFlag
     static let waitingFlag = UInt32(HUSH_WIRE_CLIENT_WAITING.rawValue)
     static let drainingFlag = UInt32(HUSH_WIRE_CLIENT_DRAINING.rawValue)
 

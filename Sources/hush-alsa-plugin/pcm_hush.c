@@ -105,6 +105,9 @@ struct hush_pcm {
     snd_pcm_uframes_t boundary;
     snd_pcm_uframes_t avail_min;
     bool started;
+    /* When the stream last began to move as this side saw it (started, resumed, or found moving after it was
+       not): the delay is not interpolated from a snapshot older than that. */
+    int64_t moving_since_ns;
     bool disconnected;
 
     char reply[HUSH_CLIENT_LINE_BYTES];
@@ -112,11 +115,13 @@ struct hush_pcm {
 
 static bool is_playback(const struct hush_pcm *pcm) { return pcm->io.stream == SND_PCM_STREAM_PLAYBACK; }
 
-static int64_t now_ms(void) {
+static int64_t now_ns(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 }
+
+static int64_t now_ms(void) { return now_ns() / 1000000; }
 
 /* ---- the eventfd ---- */
 
@@ -300,6 +305,48 @@ static const char *check_header(const struct hush_pcm *pcm, const struct hush_wi
     return NULL;
 }
 
+/*
+ * open-stream's fields, after start_request's: what the configuration asked for (category, bus, options,
+ * transient, name, session) and the geometry the application chose. Tests/alsa-plugin/request_lines.c prints these
+ * lines for the Swift parser (PluginRequestLineTests), so the plugin's table and hushd's cannot drift apart.
+ */
+static void open_stream_fields(struct hush_line *line, const struct hush_pcm *pcm, bool playback, unsigned int rate,
+                               unsigned int channels, const char *format_name, uint64_t buffer_frames,
+                               uint64_t period_frames) {
+    hush_line_raw(line, ",\"direction\":");
+    hush_line_string(line, playback ? "playback" : "capture");
+    hush_line_raw(line, ",\"category\":");
+    hush_line_string(line, pcm->category);
+    if (pcm->bus) {
+        hush_line_raw(line, ",\"bus\":");
+        hush_line_string(line, pcm->bus);
+    }
+    if (pcm->mix_with_others || pcm->duck_others) {
+        hush_line_raw(line, ",\"options\":[");
+        if (pcm->mix_with_others) hush_line_raw(line, "\"mixWithOthers\"");
+        if (pcm->mix_with_others && pcm->duck_others) hush_line_raw(line, ",");
+        if (pcm->duck_others) hush_line_raw(line, "\"duckOthers\"");
+        hush_line_raw(line, "]");
+    }
+    if (pcm->transient) hush_line_raw(line, ",\"transient\":true");
+    hush_line_raw(line, ",\"name\":");
+    hush_line_string(line, pcm->name);
+    if (pcm->has_session) {
+        hush_line_raw(line, ",\"session\":");
+        hush_line_uint(line, pcm->session);
+    }
+    hush_line_raw(line, ",\"rate\":");
+    hush_line_uint(line, rate);
+    hush_line_raw(line, ",\"channels\":");
+    hush_line_uint(line, channels);
+    hush_line_raw(line, ",\"format\":");
+    hush_line_string(line, format_name);
+    hush_line_raw(line, ",\"bufferFrames\":");
+    hush_line_uint(line, buffer_frames);
+    hush_line_raw(line, ",\"periodFrames\":");
+    hush_line_uint(line, period_frames);
+}
+
 static int hush_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     (void)params;
     struct hush_pcm *pcm = io->private_data;
@@ -325,38 +372,8 @@ static int hush_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     char text[1024];
     uint64_t id;
     struct hush_line line = start_request(pcm, text, sizeof(text), "open-stream", &id);
-    hush_line_raw(&line, ",\"direction\":");
-    hush_line_string(&line, is_playback(pcm) ? "playback" : "capture");
-    hush_line_raw(&line, ",\"category\":");
-    hush_line_string(&line, pcm->category);
-    if (pcm->bus) {
-        hush_line_raw(&line, ",\"bus\":");
-        hush_line_string(&line, pcm->bus);
-    }
-    if (pcm->mix_with_others || pcm->duck_others) {
-        hush_line_raw(&line, ",\"options\":[");
-        if (pcm->mix_with_others) hush_line_raw(&line, "\"mixWithOthers\"");
-        if (pcm->mix_with_others && pcm->duck_others) hush_line_raw(&line, ",");
-        if (pcm->duck_others) hush_line_raw(&line, "\"duckOthers\"");
-        hush_line_raw(&line, "]");
-    }
-    if (pcm->transient) hush_line_raw(&line, ",\"transient\":true");
-    hush_line_raw(&line, ",\"name\":");
-    hush_line_string(&line, pcm->name);
-    if (pcm->has_session) {
-        hush_line_raw(&line, ",\"session\":");
-        hush_line_uint(&line, pcm->session);
-    }
-    hush_line_raw(&line, ",\"rate\":");
-    hush_line_uint(&line, io->rate);
-    hush_line_raw(&line, ",\"channels\":");
-    hush_line_uint(&line, io->channels);
-    hush_line_raw(&line, ",\"format\":");
-    hush_line_string(&line, format_name);
-    hush_line_raw(&line, ",\"bufferFrames\":");
-    hush_line_uint(&line, io->buffer_size);
-    hush_line_raw(&line, ",\"periodFrames\":");
-    hush_line_uint(&line, io->period_size);
+    open_stream_fields(&line, pcm, is_playback(pcm), io->rate, io->channels, format_name, io->buffer_size,
+                       io->period_size);
 
     int fds[HUSH_CLIENT_MAX_FDS] = {-1, -1};
     int error = request(pcm, &line, id, "open-stream");
@@ -488,6 +505,11 @@ static snd_pcm_sframes_t hush_pointer(snd_pcm_ioplug_t *io) {
     struct hush_pcm *pcm = io->private_data;
     if (!pcm->open) return 0;
     /*
+     * The position is hushd's own counter, never interpolated (only the delay is, hush_delay): for playback it
+     * says which part of the ring is free, and a position ahead of what hushd consumed would offer room that is
+     * not.
+     */
+    /*
      * A lost hushd is a state, not an error: a negative return would make ioplug report an xrun (-EPIPE) and the
      * application would try to recover; DISCONNECTED makes the next transfer or wait return -ENODEV (as
      * bluez-alsa's bluealsa_pointer does).
@@ -557,20 +579,51 @@ static snd_pcm_sframes_t hush_transfer(snd_pcm_ioplug_t *io, const snd_pcm_chann
     return (snd_pcm_sframes_t)count;
 }
 
+/*
+ * Frames the device has played (or the microphone captured) since hushd's last snapshot, by the clock. hushd's
+ * audio thread publishes once a period; between two, the delay would stand still and then jump by a period, so it
+ * is interpolated from how long ago the snapshot was taken — or the stream began to move, if that was later (a
+ * snapshot from before a pause says nothing about the time since) — at most one period (a late hushd is not a fast
+ * device). None while the stream does not move: not running here, paused by the application, or held by the
+ * policy (a held capture stream still receives silence at the real rate); then the delay is the snapshot's.
+ */
+static uint64_t frames_since_snapshot(struct hush_pcm *pcm, const struct hush_wire_snapshot *snapshot) {
+    int64_t now = now_ns();
+    uint32_t state = hush_wire_load32(&pcm->header->server_state);
+    bool moving = (pcm->io.state == SND_PCM_STATE_RUNNING || pcm->io.state == SND_PCM_STATE_DRAINING) &&
+                  (state == HUSH_WIRE_STATE_RUNNING || (!is_playback(pcm) && state == HUSH_WIRE_STATE_HELD));
+    if (!moving) {
+        pcm->moving_since_ns = now;
+        return 0;
+    }
+    if (snapshot->server_time_ns == 0 || pcm->period_frames == 0 || pcm->io.rate == 0) return 0;
+    int64_t since = (int64_t)snapshot->server_time_ns;
+    if (since < pcm->moving_since_ns) since = pcm->moving_since_ns;
+    if (now <= since) return 0;
+    uint64_t frames = (uint64_t)(now - since) * pcm->io.rate / 1000000000ull;
+    return frames < pcm->period_frames ? frames : pcm->period_frames;
+}
+
 static int hush_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
     struct hush_pcm *pcm = io->private_data;
     *delay = 0;
     if (gone(pcm)) return -ENODEV;
     if (!pcm->open) return 0;
-    uint64_t server = server_frames(pcm);
+    /* One snapshot: server_frames, delay_frames and their time from the same period. */
+    struct hush_wire_snapshot snapshot;
+    hush_wire_read_snapshot(pcm->header, &snapshot);
+    uint64_t server = snapshot.server_frames < pcm->base ? pcm->base : snapshot.server_frames;
+    uint64_t moved = frames_since_snapshot(pcm, &snapshot);
     if (is_playback(pcm)) {
-        /* Written and not yet consumed, plus hushd's own way to the speaker. */
+        /* Written and not yet consumed, plus hushd's own way to the speaker, less what played since. */
         if (server > pcm->client_frames) server = pcm->client_frames;
-        *delay = (snd_pcm_sframes_t)(pcm->client_frames - server + hush_wire_load32(&pcm->header->delay_frames));
+        uint64_t queued = pcm->client_frames - server + snapshot.delay_frames;
+        *delay = (snd_pcm_sframes_t)(queued > moved ? queued - moved : 0);
     } else {
+        /* Captured and not yet read, including what the microphone has taken since the snapshot. */
         follow_appl(pcm);
         uint64_t read = pcm->base + pcm->appl_frames;
-        *delay = server > read ? (snd_pcm_sframes_t)(server - read) : 0;
+        *delay = server > read ? (snd_pcm_sframes_t)(server - read + moved) : (snd_pcm_sframes_t)moved;
     }
     return io->state == SND_PCM_STATE_XRUN ? -EPIPE : 0;
 }
@@ -617,6 +670,7 @@ static int hush_start(snd_pcm_ioplug_t *io) {
         return error;
     }
     pcm->started = true;
+    pcm->moving_since_ns = now_ns();
     return 0;
 }
 
@@ -637,6 +691,7 @@ static int hush_pause(snd_pcm_ioplug_t *io, int enable) {
     if (gone(pcm)) return -ENODEV;
     int error = stream_action(pcm, enable ? "pause" : "resume");
     if (error < 0) return error;
+    pcm->moving_since_ns = now_ns();
     raise_event(pcm);
     return 0;
 }
