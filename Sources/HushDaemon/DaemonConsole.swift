@@ -14,13 +14,13 @@ import Glibc
 
 /// The serial-console monitor of a running hushd: a banner and the status when the terminal connects, every
 /// decision with its rule and reason as it happens, warnings and errors from the log, a one-line status when it
-/// changes, and the console's commands (`ConsoleCommand`, in its `monitor` context).
+/// changes, and the console's commands (`ConsoleRequest`, in its `monitor` context).
 ///
 /// Sessions started here (`play`) belong to the console, client 0. On boards whose inputs are terminal stand-ins
 /// (the built-in default), `silence`, `press`, `tap`, `plug` and the hot keys act as the hardware.
 public final class DaemonConsole: LoopParticipant {
     /// The console's own client id: sessions it plays belong to it.
-    public static let client = ConsoleCommand.consoleClient
+    public static let client = ConsoleRequest.consoleClient
 
     public let console: SerialConsole
     unowned let daemon: Daemon
@@ -85,9 +85,9 @@ public final class DaemonConsole: LoopParticipant {
 
     /// Carries out one typed line and prints the answer.
     public func perform(_ line: String) {
-        let command: ConsoleCommand?
+        let command: ConsoleRequest?
         do {
-            command = try ConsoleCommand.parse(line)
+            command = try ConsoleRequest.parse(line)
         } catch {
             console.print("error: \(error.message)")
             return
@@ -109,11 +109,11 @@ public final class DaemonConsole: LoopParticipant {
         }
     }
 
-    private func answer(_ command: ConsoleCommand) -> [String] {
+    private func answer(_ command: ConsoleRequest) -> [String] {
         let policy = daemon.audio.policy
         switch command {
         case .help:
-            return ConsoleCommand.helpText(for: .monitor).split(separator: "\n", omittingEmptySubsequences: false)
+            return ConsoleRequest.helpText(for: .monitor).split(separator: "\n", omittingEmptySubsequences: false)
                 .map(String.init)
         case .status:
             return MonitorText.status(of: daemon, version: HushdCommand.version)
@@ -164,7 +164,7 @@ public final class DaemonConsole: LoopParticipant {
     }
 
     /// A command that stands for policy events: each handled with the console as its cause.
-    private func events(_ command: ConsoleCommand, _ policy: AudioPolicy) -> [String] {
+    private func events(_ command: ConsoleRequest, _ policy: AudioPolicy) -> [String] {
         guard let events = command.policyEvents(policy) else { return [] }
         if events.isEmpty, case .release = command { return ["no volume button is held"] }
         return events.flatMap { rejections(daemon.handle($0, cause: "console: \(cause(of: $0))")) }
@@ -184,7 +184,7 @@ public final class DaemonConsole: LoopParticipant {
         }
     }
 
-    private func notStandIn(_ command: ConsoleCommand) -> String {
+    private func notStandIn(_ command: ConsoleRequest) -> String {
         let what =
             switch command {
             case .silence: "the silence switch"
@@ -221,9 +221,9 @@ public final class DaemonConsole: LoopParticipant {
         return answers
     }
 
-    private func play(_ sound: ConsoleCommand.Sound, bus: Bus, loop: Bool) -> [String] {
+    private func play(_ sound: ConsoleRequest.Sound, bus: Bus, loop: Bool) -> [String] {
         let session = daemon.newSessionID()
-        let configuration = busDefaults[bus] ?? ConsoleCommand.defaultConfiguration(for: bus)
+        let configuration = busDefaults[bus] ?? ConsoleRequest.defaultConfiguration(for: bus)
         var answers = rejections(
             daemon.handle(.activate(session, client: Self.client, configuration), cause: "console: play on \(bus)")
         )
@@ -243,7 +243,7 @@ public final class DaemonConsole: LoopParticipant {
         return answers
     }
 
-    private func stop(_ target: ConsoleCommand.StopTarget) -> [String] {
+    private func stop(_ target: ConsoleRequest.StopTarget) -> [String] {
         let policy = daemon.audio.policy
         let sessions: [SessionID]
         switch target {

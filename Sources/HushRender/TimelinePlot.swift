@@ -110,7 +110,7 @@ public struct ScenarioTimeline: Sendable {
 
     /// A scenario line begins: it gets a mark, and the decisions until ``end(_:state:)`` are its.
     mutating func begin(_ step: Scenario.Step, at time: Instant, state policy: AudioPolicy) {
-        marks.append(Mark(time: time, line: step.line, event: Self.describe(step.command, policy), rules: []))
+        marks.append(Mark(time: time, line: step.line, event: Self.describe(step.request, policy), rules: []))
         inStep = true
     }
 
@@ -133,13 +133,13 @@ public struct ScenarioTimeline: Sendable {
         marks[marks.count - 1].rules.append(contentsOf: rules)
     }
 
-    private static func describe(_ command: ConsoleCommand, _ policy: AudioPolicy) -> String {
-        switch command {
+    private static func describe(_ request: ConsoleRequest, _ policy: AudioPolicy) -> String {
+        switch request {
         case .tap(let button): "tap \(button)"
         case .release(nil): "release"
         default:
             // A scenario's other commands are one policy event each (Scenario.parse refuses the rest).
-            command.policyEvents(policy).flatMap(\.first).map(\.description) ?? ""
+            request.policyEvents(policy).flatMap(\.first).map(\.description) ?? ""
         }
     }
 }
