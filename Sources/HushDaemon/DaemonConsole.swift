@@ -116,9 +116,9 @@ public final class DaemonConsole: LoopParticipant {
             return ConsoleRequest.helpText(for: .monitor).split(separator: "\n", omittingEmptySubsequences: false)
                 .map(String.init)
         case .status:
-            return MonitorText.status(of: daemon, version: HushdCommand.version)
+            return MonitorText.status(of: daemon, version: Hushd.version)
         case .sessions:
-            return MonitorText.status(of: daemon, version: HushdCommand.version).filter {
+            return MonitorText.status(of: daemon, version: Hushd.version).filter {
                 $0.hasPrefix("session ") || $0 == "no sessions" || $0.hasPrefix("… and")
             }
         case .volume(.system, nil):
@@ -145,7 +145,7 @@ public final class DaemonConsole: LoopParticipant {
             logLevel.level = level
             return ["log level \(level)"]
         case .version:
-            return HushdCommand.versionText.split(separator: "\n").map(String.init)
+            return Hushd.versionText.split(separator: "\n").map(String.init)
         case .quit:
             if case .standardIO = console.endpoint {
                 daemon.stopRequested = true

@@ -151,6 +151,22 @@ public struct Scenario: Sendable {
         return Scenario(steps: steps, end: end?.time ?? previous + .seconds(1))
     }
 
+    /// A scenario file that could not be read.
+    public struct ReadError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads and parses the scenario file at `path`, for `hush-render` and `hushd play`.
+    public static func load(_ path: String) throws -> Scenario {
+        let text: String
+        do throws(TextFile.Failure) {
+            text = try TextFile.read(path, limit: 16 << 20, tooLarge: "larger than 16 MiB: is this a scenario?")
+        } catch {
+            throw ReadError(description: "cannot read scenario '\(path)': \(error)")
+        }
+        return try parse(text, file: path)
+    }
+
     /// Scenarios last less than a day.
     static let maximumTime = Instant(nanoseconds: 86_400_000_000_000)
 

@@ -1,4 +1,4 @@
 import HushRender
 
 // hush-render is thin: the renderer lives in HushRender, where tests reach it.
-HushRenderCommand.main()
+RenderTool.main()

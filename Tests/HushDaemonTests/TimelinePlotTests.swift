@@ -301,7 +301,7 @@ struct TimelinePlotTests {
             input: "",
             program: "hush-render"
         )
-        #expect(png.status == 1)
+        #expect(png.status == 64)
         #expect(png.error.contains("--plot writes SVG"))
         let neither = try HushdTranscriptTests.run(["--scenario", scenario], input: "", program: "hush-render")
         #expect(neither.status == 64)
