@@ -126,7 +126,7 @@ let package = Package(
             name: "HushControlServer",
             dependencies: ["HushCore", "HushProtocol", "HushSystem", .product(name: "Logging", package: "swift-log")]
         ),
-        // Scenarios: the offline renderer, live scenario playback, the timeline picture.
+        // Scenarios: the renderer and live scenario playback (`hushd play`), with what a render records.
         .target(
             name: "HushRender",
             dependencies: [
@@ -147,9 +147,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // hush-render's command line and the timeline picture (SVG): linked into hush-render only, never into the
+        // board's hushd (.ci/check-hushd-links.sh checks the release hushd's symbols).
+        .target(
+            name: "HushRenderTool",
+            dependencies: [
+                "HushCore", "HushPolicy", "HushConfiguration", "HushConsole", "HushSystem", "HushRender",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
         // The offline tools (render, the timeline picture, the soak's footprint): not on the board's hushd.
-        .executableTarget(name: "hush-render", dependencies: ["HushRender"]),
+        .executableTarget(name: "hush-render", dependencies: ["HushRenderTool"]),
         // A thin client: the protocol and argument parsing, never the daemon.
         .executableTarget(
             name: "hushctl",
@@ -199,7 +208,8 @@ let package = Package(
             dependencies: [
                 "HushDaemon", "HushCore", "HushPolicy", "HushTesting", "HushALSA", "HushGPIO", "HushInput",
                 "HushAudioFile", "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput",
-                "HushControlServer", "HushRender", "hushd", "hushctl", "hush-render", "CAllocationCounter",
+                "HushControlServer", "HushRender", "HushRenderTool", "hushd", "hushctl", "hush-render",
+                "CAllocationCounter",
                 "HushStreams", "CHushWire",
             ],
             resources: [.copy("Fixtures")]

@@ -13,6 +13,7 @@ import FoundationXML
 @testable import HushOutput
 @testable import HushControlServer
 @testable import HushRender
+@testable import HushRenderTool
 #endif
 
 /// `hush-render --plot`: the timeline is what the engine reported, and the picture shows it where it should.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HushConfiguration
 import HushCore
+import HushRender
 import HushSystem
 
 /// `hush-render`: the offline tools, kept out of the `hushd` a board runs. Its options are checked where they are
