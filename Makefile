@@ -112,6 +112,7 @@ run: build
 test: deps test-tools lint architecture boards deploy-check alsa-plugin
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
+	.ci/check-hushd-links.sh "$(RELEASE_BIN)"
 	.ci/check-config-corpus.sh
 	$(MAKE) deb-check
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh

@@ -126,7 +126,7 @@ let package = Package(
             name: "HushControlServer",
             dependencies: ["HushCore", "HushProtocol", "HushSystem", .product(name: "Logging", package: "swift-log")]
         ),
-        // Scenarios: the offline renderer, live scenario playback, the timeline picture.
+        // Scenarios: the renderer and live scenario playback (`hushd play`), with what a render records.
         .target(
             name: "HushRender",
             dependencies: [
@@ -147,9 +147,18 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // hush-render's command line and the timeline picture (SVG): linked into hush-render only, never into the
+        // board's hushd (.ci/check-hushd-links.sh checks the release hushd's symbols).
+        .target(
+            name: "HushRenderTool",
+            dependencies: [
+                "HushCore", "HushPolicy", "HushConfiguration", "HushConsole", "HushSystem", "HushRender",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(name: "hushd", dependencies: ["HushDaemon"]),
         // The offline tools (render, the timeline picture, the soak's footprint): not on the board's hushd.
-        .executableTarget(name: "hush-render", dependencies: ["HushRender"]),
+        .executableTarget(name: "hush-render", dependencies: ["HushRenderTool"]),
         // A thin client: the protocol and argument parsing, never the daemon.
         .executableTarget(
             name: "hushctl",
@@ -231,7 +240,8 @@ let package = Package(
         .testTarget(
             name: "HushRenderTests",
             dependencies: [
-                "HushRender", "HushCore", "HushAudioFile", "HushSystem", "HushTesting",
+                "HushRender", "HushRenderTool", "HushCore", "HushAudioFile", "HushSystem", "HushTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
@@ -243,9 +253,11 @@ let package = Package(
         .testTarget(
             name: "HushDaemonTests",
             dependencies: [
-                "HushDaemon", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushAudioFile", "HushOutput",
+                "HushDaemon", "HushRender", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushAudioFile",
+                "HushOutput",
                 "HushConsole", "HushConfiguration", "HushSystem", "HushTesting",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             // Read from the source tree by path (DaemonConsoleTranscriptTests), not as resources.
             exclude: ["Fixtures"]
@@ -257,7 +269,8 @@ let package = Package(
             name: "HushIntegrationTests",
             dependencies: [
                 "hushd", "hushctl", "hush-render", "HushCore", "HushALSA", "HushGPIO", "HushAudioFile",
-                "HushProtocol", "HushConfiguration", "HushConsole", "HushRender", "HushTesting", "CHushWire",
+                "HushProtocol", "HushConfiguration", "HushConsole", "HushRender", "HushRenderTool", "HushTesting",
+                "CHushWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]

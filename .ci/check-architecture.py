@@ -3,7 +3,10 @@
 
 - every target of Package.swift (tests aside) has a row in the Targets table, and every row names targets that exist;
 - every dependency points downward in the picture: a target's row there is above the row of each target it
-  depends on (the picture's rows are the layers; targets on one row do not depend on each other).
+  depends on (the picture's rows are the layers; targets on one row do not depend on each other);
+- the board's hushd does not depend, even through another target, on what only the offline tools need
+  (HushRenderTool: hush-render's command line and the SVG plotter). .ci/check-hushd-links.sh checks the
+  release binary's symbols too.
 """
 import json
 import re
@@ -59,6 +62,19 @@ for name, target in sorted(targets.items()):
             failures.append(
                 f"{name} depends on {dependency}, which the picture does not show below it "
                 f"(rows {row_of[name]} and {row_of[dependency]})")
+
+# What hushd links, through every target it depends on.
+NOT_ON_THE_BOARD = {"hushd": ["HushRenderTool"]}
+for executable, excluded in NOT_ON_THE_BOARD.items():
+    closure, pending = set(), [executable]
+    while pending:
+        for dependency in dependencies(targets[pending.pop()]):
+            if dependency not in closure:
+                closure.add(dependency)
+                pending.append(dependency)
+    for name in excluded:
+        if name in closure:
+            failures.append(f"{executable} depends on {name}, which only the offline tools may link")
 
 for failure in failures:
     print("FAIL", failure)

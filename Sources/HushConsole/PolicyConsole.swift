@@ -52,9 +52,9 @@ package final class PolicyConsole {
     /// Carries out one typed line. Returns false when the person asked to quit.
     @discardableResult
     package func perform(_ line: String) -> Bool {
-        let parsed: ConsoleCommand?
+        let parsed: ConsoleRequest?
         do {
-            parsed = try ConsoleCommand.parse(line)
+            parsed = try ConsoleRequest.parse(line)
         } catch {
             write("error: \(error.message)")
             return true
@@ -72,7 +72,7 @@ package final class PolicyConsole {
             // No sound here: a session as a running hushd's console would make for it, so its decisions show.
             let bus = bus ?? .music
             let id = nextSession()
-            handle(.activate(id, client: ConsoleCommand.consoleClient, ConsoleCommand.defaultConfiguration(for: bus)))
+            handle(.activate(id, client: ConsoleRequest.consoleClient, ConsoleRequest.defaultConfiguration(for: bus)))
             guard policy.session(id) != nil else { return true }
             handle(.play(id))
             lastPlayed = id
@@ -100,7 +100,7 @@ package final class PolicyConsole {
         case .version:
             versionText.split(separator: "\n").forEach { write(String($0)) }
         case .help:
-            ConsoleCommand.helpText(for: .policy).split(separator: "\n", omittingEmptySubsequences: false).forEach {
+            ConsoleRequest.helpText(for: .policy).split(separator: "\n", omittingEmptySubsequences: false).forEach {
                 write(String($0))
             }
         case .quit:

@@ -78,8 +78,8 @@ package final class SerialConsole {
         self.queueLimit = max(queueLimit, 1024)
         editor = LineEditor(
             columns: columns,
-            hotKeys: ConsoleCommand.hotKeys,
-            completer: ConsoleCommand.completions(for:)
+            hotKeys: ConsoleRequest.hotKeys,
+            completer: ConsoleRequest.completions(for:)
         )
     }
 
@@ -103,8 +103,8 @@ package final class SerialConsole {
         self.queueLimit = max(queueLimit, 1024)
         editor = LineEditor(
             columns: columns,
-            hotKeys: ConsoleCommand.hotKeys,
-            completer: ConsoleCommand.completions(for:)
+            hotKeys: ConsoleRequest.hotKeys,
+            completer: ConsoleRequest.completions(for:)
         )
         do throws(HardwareError) {
             try openDevice(device, baud)
@@ -403,7 +403,7 @@ package final class SerialConsole {
         for event in events {
             switch event {
             case .line(let line): lines.append(line)
-            case .hotKey(let key): lines.append(ConsoleCommand.hotKeys[key] ?? String(key))
+            case .hotKey(let key): lines.append(ConsoleRequest.hotKeys[key] ?? String(key))
             case .endOfInput:
                 // ^D ends `make run`; on a serial line it means nothing (hushd does not stop for it).
                 if case .standardIO = endpoint {

@@ -111,9 +111,9 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         let id = request.id
         switch request.command {
         case .hello:
-            return ControlReply(id: id, hello: HelloReport(version: HushdCommand.version, client: client.id))
+            return ControlReply(id: id, hello: HelloReport(version: Hushd.version, client: client.id))
         case .version:
-            return ControlReply(id: id, hello: HelloReport(version: HushdCommand.version, client: client.id))
+            return ControlReply(id: id, hello: HelloReport(version: Hushd.version, client: client.id))
         case .activate(let configuration, let name):
             return activate(configuration, name: name, for: client, id: id)
         case .play(let session, let sound, let loop):
@@ -346,7 +346,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             )
         }
         return ControlStatus(
-            version: HushdCommand.version,
+            version: Hushd.version,
             uptimeSeconds: daemon.elapsed(daemon.clock.now()),
             silenceSwitch: policy.silenceSwitch,
             jack: policy.jack,

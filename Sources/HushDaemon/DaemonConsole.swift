@@ -10,13 +10,13 @@ import Glibc
 
 /// The serial-console monitor of a running hushd: a banner and the status when the terminal connects, every
 /// decision with its rule and reason as it happens, warnings and errors from the log, a one-line status when it
-/// changes, and the console's commands (`ConsoleCommand`, in its `monitor` context).
+/// changes, and the console's commands (`ConsoleRequest`, in its `monitor` context).
 ///
 /// Sessions started here (`play`) belong to the console, client 0. On boards whose inputs are terminal stand-ins
 /// (the built-in default), `silence`, `press`, `tap`, `plug` and the hot keys act as the hardware.
 package final class DaemonConsole: LoopParticipant {
     /// The console's own client id: sessions it plays belong to it.
-    package static let client = ConsoleCommand.consoleClient
+    package static let client = ConsoleRequest.consoleClient
 
     package let console: SerialConsole
     unowned let daemon: Daemon
@@ -81,9 +81,9 @@ package final class DaemonConsole: LoopParticipant {
 
     /// Carries out one typed line and prints the answer.
     package func perform(_ line: String) {
-        let command: ConsoleCommand?
+        let command: ConsoleRequest?
         do {
-            command = try ConsoleCommand.parse(line)
+            command = try ConsoleRequest.parse(line)
         } catch {
             console.print("error: \(error.message)")
             return
@@ -105,16 +105,16 @@ package final class DaemonConsole: LoopParticipant {
         }
     }
 
-    private func answer(_ command: ConsoleCommand) -> [String] {
+    private func answer(_ command: ConsoleRequest) -> [String] {
         let policy = daemon.audio.policy
         switch command {
         case .help:
-            return ConsoleCommand.helpText(for: .monitor).split(separator: "\n", omittingEmptySubsequences: false)
+            return ConsoleRequest.helpText(for: .monitor).split(separator: "\n", omittingEmptySubsequences: false)
                 .map(String.init)
         case .status:
-            return MonitorText.status(of: daemon, version: HushdCommand.version)
+            return MonitorText.status(of: daemon, version: Hushd.version)
         case .sessions:
-            return MonitorText.status(of: daemon, version: HushdCommand.version).filter {
+            return MonitorText.status(of: daemon, version: Hushd.version).filter {
                 $0.hasPrefix("session ") || $0 == "no sessions" || $0.hasPrefix("… and")
             }
         case .volume(.system, nil):
@@ -141,7 +141,7 @@ package final class DaemonConsole: LoopParticipant {
             logLevel.level = level
             return ["log level \(level)"]
         case .version:
-            return HushdCommand.versionText.split(separator: "\n").map(String.init)
+            return Hushd.versionText.split(separator: "\n").map(String.init)
         case .quit:
             if case .standardIO = console.endpoint {
                 daemon.stopRequested = true
@@ -160,7 +160,7 @@ package final class DaemonConsole: LoopParticipant {
     }
 
     /// A command that stands for policy events: each handled with the console as its cause.
-    private func events(_ command: ConsoleCommand, _ policy: AudioPolicy) -> [String] {
+    private func events(_ command: ConsoleRequest, _ policy: AudioPolicy) -> [String] {
         guard let events = command.policyEvents(policy) else { return [] }
         if events.isEmpty, case .release = command { return ["no volume button is held"] }
         return events.flatMap { rejections(daemon.handle($0, cause: "console: \(cause(of: $0))")) }
@@ -180,7 +180,7 @@ package final class DaemonConsole: LoopParticipant {
         }
     }
 
-    private func notStandIn(_ command: ConsoleCommand) -> String {
+    private func notStandIn(_ command: ConsoleRequest) -> String {
         let what =
             switch command {
             case .silence: "the silence switch"
@@ -217,9 +217,9 @@ package final class DaemonConsole: LoopParticipant {
         return answers
     }
 
-    private func play(_ sound: ConsoleCommand.Sound, bus: Bus, loop: Bool) -> [String] {
+    private func play(_ sound: ConsoleRequest.Sound, bus: Bus, loop: Bool) -> [String] {
         let session = daemon.newSessionID()
-        let configuration = busDefaults[bus] ?? ConsoleCommand.defaultConfiguration(for: bus)
+        let configuration = busDefaults[bus] ?? ConsoleRequest.defaultConfiguration(for: bus)
         var answers = rejections(
             daemon.handle(.activate(session, client: Self.client, configuration), cause: "console: play on \(bus)")
         )
@@ -239,7 +239,7 @@ package final class DaemonConsole: LoopParticipant {
         return answers
     }
 
-    private func stop(_ target: ConsoleCommand.StopTarget) -> [String] {
+    private func stop(_ target: ConsoleRequest.StopTarget) -> [String] {
         let policy = daemon.audio.policy
         let sessions: [SessionID]
         switch target {

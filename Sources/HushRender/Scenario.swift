@@ -33,7 +33,8 @@ public struct Scenario: Sendable {
     public struct Step: Sendable {
         public var time: Instant
         public var line: Int
-        public var command: ConsoleCommand
+        /// What the line says, in the console's grammar.
+        public var request: ConsoleRequest
         public var sound: Sound?
         public var loop: Bool
     }
@@ -121,21 +122,21 @@ public struct Scenario: Sendable {
                 }
             }
             words = kept
-            let parsed: ConsoleCommand?
+            let parsed: ConsoleRequest?
             do {
-                parsed = try ConsoleCommand.parse(words.joined(separator: " "))
+                parsed = try ConsoleRequest.parse(words.joined(separator: " "))
             } catch {
                 throw ParseError(file: file, line: number, message: error.message)
             }
-            guard var command = parsed else { continue }
-            if let reason = command.unavailability(in: .scenario) {
+            guard var request = parsed else { continue }
+            if let reason = request.unavailability(in: .scenario) {
                 throw ParseError(file: file, line: number, message: reason)
             }
-            switch command {
+            switch request {
             case .activate(let id, let client, let configuration):
                 let session = id ?? SessionID(nextSession)
                 nextSession = max(nextSession, session.rawValue + 1)
-                command = .activate(session, client: client, configuration)
+                request = .activate(session, client: client, configuration)
             default:
                 if sound != nil || loop {
                     throw ParseError(
@@ -145,9 +146,25 @@ public struct Scenario: Sendable {
                     )
                 }
             }
-            steps.append(Step(time: time, line: number, command: command, sound: sound, loop: loop))
+            steps.append(Step(time: time, line: number, request: request, sound: sound, loop: loop))
         }
         return Scenario(steps: steps, end: end?.time ?? previous + .seconds(1))
+    }
+
+    /// A scenario file that could not be read.
+    public struct ReadError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads and parses the scenario file at `path`, for `hush-render` and `hushd play`.
+    public static func load(_ path: String) throws -> Scenario {
+        let text: String
+        do throws(TextFile.Failure) {
+            text = try TextFile.read(path, limit: 16 << 20, tooLarge: "larger than 16 MiB: is this a scenario?")
+        } catch {
+            throw ReadError(description: "cannot read scenario '\(path)': \(error)")
+        }
+        return try parse(text, file: path)
     }
 
     /// Scenarios last less than a day.

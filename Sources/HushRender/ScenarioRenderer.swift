@@ -245,10 +245,10 @@ public final class ScenarioRenderer {
         let time = step.time
         if keepsRecord { timeline.begin(step, at: time, state: policy) }
         defer { if keepsRecord { timeline.end(step, state: policy) } }
-        for event in step.command.policyEvents(policy) ?? [] {
+        for event in step.request.policyEvents(policy) ?? [] {
             audio.handle(event, at: time)
         }
-        guard case .activate(let id?, _, _) = step.command, policy.session(id) != nil, let sound = step.sound else {
+        guard case .activate(let id?, _, _) = step.request, policy.session(id) != nil, let sound = step.sound else {
             return
         }
         do {

@@ -1,4 +1,5 @@
-import HushRender
+import HushRenderTool
 
-// hush-render is thin: the renderer lives in HushRender, where tests reach it.
-HushRenderCommand.main()
+// hush-render is thin: the renderer lives in HushRender, its command line and the plotter in HushRenderTool,
+// where tests reach them.
+RenderTool.main()

@@ -1,4 +1,4 @@
 import HushDaemon
 
 // hushd is thin: everything it does lives in HushDaemon, where tests can reach it.
-HushdCommand.main()
+Hushd.main()

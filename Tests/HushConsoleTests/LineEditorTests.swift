@@ -9,8 +9,8 @@ struct LineEditorTests {
         var editor = LineEditor(
             maxLineBytes: maxLineBytes,
             columns: columns,
-            hotKeys: ConsoleCommand.hotKeys,
-            completer: ConsoleCommand.completions(for:)
+            hotKeys: ConsoleRequest.hotKeys,
+            completer: ConsoleRequest.completions(for:)
         )
         #expect(editor.showPrompt() == Array("> ".utf8))
         return editor

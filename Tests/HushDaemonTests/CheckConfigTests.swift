@@ -18,7 +18,7 @@ struct CheckConfigTests {
         let directory = try ScratchDirectory(prefix: "check-config-words")
         let path = directory.path + "/hushd.toml"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
-        let outcome = CheckConfigCommand.check(["--config", path])
+        let outcome = HushdCheckConfig.check(["--config", path])
         #expect(outcome.status == 0 && outcome.errors.isEmpty, "\(outcome.errors)")
         let lines = outcome.output.split(separator: "\n").map(String.init)
         guard let start = lines.firstIndex(where: { $0.hasPrefix("output ") }),
@@ -359,7 +359,7 @@ struct EveryKeyTests {
             for (value, acceptedByReader) in item.accepted.map({ ($0, true) }) + item.refused.map({ ($0, false) }) {
                 try item.template.replacingOccurrences(of: "{}", with: value)
                     .write(toFile: path, atomically: true, encoding: .utf8)
-                let check = CheckConfigCommand.check(["--config", path])
+                let check = HushdCheckConfig.check(["--config", path])
                 var startUpError: String?
                 do {
                     try Self.startUp(try HushdConfiguration.load(file: path), scratch: scratch.path)

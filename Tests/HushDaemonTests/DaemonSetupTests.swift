@@ -132,7 +132,7 @@ struct DaemonSetupTests {
 
     @Test("check-config prints what would be used, or every problem and exit status 1")
     func checkConfig() throws {
-        let good = CheckConfigCommand.check(["--board", Self.profiles + "/virtual.toml"])
+        let good = HushdCheckConfig.check(["--board", Self.profiles + "/virtual.toml"])
         #expect(good.status == 0 && good.errors.isEmpty)
         let lines = good.output.split(separator: "\n").map(String.init)
         #expect(lines.first == "configuration OK: \(Self.profiles)/virtual.toml")
@@ -157,7 +157,7 @@ struct DaemonSetupTests {
             atomically: true,
             encoding: .utf8
         )
-        let bad = CheckConfigCommand.check(["--config", directory + "/bad.toml"])
+        let bad = HushdCheckConfig.check(["--config", directory + "/bad.toml"])
         #expect(bad.status == 1 && bad.output.isEmpty)
         #expect(
             bad.errors == """
@@ -166,10 +166,10 @@ struct DaemonSetupTests {
                 2 problems in the configuration: hushd would not start
                 """
         )
-        let none = CheckConfigCommand.check([], defaultExists: { _ in false })
+        let none = HushdCheckConfig.check([], defaultExists: { _ in false })
         #expect(none.status == 0)
         #expect(none.output.hasPrefix("no /etc/hush/hushd.toml: hushd would start on its built-in default"))
-        #expect(CheckConfigCommand.check(["--config", "a", "--board", "b"]).status == 64)
-        #expect(CheckConfigCommand.check(["--bored", "b"]).status == 64)
+        #expect(HushdCheckConfig.check(["--config", "a", "--board", "b"]).status == 64)
+        #expect(HushdCheckConfig.check(["--bored", "b"]).status == 64)
     }
 }

@@ -41,11 +41,11 @@ struct DocumentedCommandsTests {
         #expect(monitor.count >= 14, "\(monitor)")
         #expect(policy == ["wait 500", "finished 1", "gone 1"])
         for line in monitor {
-            let command = try #require(try ConsoleCommand.parse(line), "\(line)")
+            let command = try #require(try ConsoleRequest.parse(line), "\(line)")
             #expect(command.unavailability(in: .monitor) == nil, "\(line)")
         }
         for line in policy {
-            let command = try #require(try ConsoleCommand.parse(line), "\(line)")
+            let command = try #require(try ConsoleRequest.parse(line), "\(line)")
             #expect(command.unavailability(in: .policy) == nil, "\(line)")
         }
     }
@@ -71,7 +71,7 @@ struct DocumentedCommandsTests {
         }
         #expect(examples.count >= 30, "\(examples)")
         for line in examples {
-            let command = try #require(try ConsoleCommand.parse(line), "\(line)")
+            let command = try #require(try ConsoleRequest.parse(line), "\(line)")
             #expect(command.unavailability(in: .monitor) == nil, "\(line)")
         }
     }

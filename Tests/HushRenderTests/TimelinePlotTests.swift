@@ -6,6 +6,7 @@ import Testing
 #if canImport(FoundationXML)
 import FoundationXML
 @testable import HushRender
+@testable import HushRenderTool
 #endif
 
 /// `hush-render --plot`: the timeline is what the engine reported, and the picture shows it where it should.

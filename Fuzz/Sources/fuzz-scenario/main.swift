@@ -2,7 +2,7 @@ import FuzzSupport
 import HushCore
 import HushRender
 
-// A `hush-render` scenario, as RenderCommand reads it: the file's bytes as text.
+// A `hush-render` scenario, as `Scenario.load` reads it: the file's bytes as text.
 //
 // Properties beyond "no crash": an error names the file and a line the file has, with a message; a scenario that
 // parses has its steps in file order, in time order, and ends no earlier than its last step.
@@ -12,7 +12,7 @@ let file = "scenarios/fuzz.txt"
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzScenario(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = bytes(data, size)
-    // RenderCommand reads the file as UTF-8; invalid bytes become U+FFFD the same way.
+    // `Scenario.load` reads the file as UTF-8; invalid bytes become U+FFFD the same way.
     let text = String(decoding: input, as: UTF8.self)
     let lines = lineCount(text)
     let scenario: Scenario

@@ -10,7 +10,7 @@ import Logging
 /// scenarios of `hush-render` and `hushd play` (``Context/scenario``). A command means the same everywhere; a few
 /// have no meaning in one of them (`wait` in a running hushd, `log level` where there is no log), and
 /// ``unavailability(in:)`` says so with what to do instead. ``helpText(for:)`` lists what a context takes.
-public enum ConsoleCommand: Hashable, Sendable {
+public enum ConsoleRequest: Hashable, Sendable {
     // MARK: Stand-ins for the board's controls
     /// The silence switch.
     case silence(SwitchPosition)
@@ -291,7 +291,7 @@ public enum ConsoleCommand: Hashable, Sendable {
 
     /// Parses one line; nil for a blank line or a comment (#). The grammar is the same in every context; whether a
     /// command has a meaning where it was typed is ``unavailability(in:)``'s to say.
-    package static func parse(_ line: String) throws(SyntaxError) -> ConsoleCommand? {
+    package static func parse(_ line: String) throws(SyntaxError) -> ConsoleRequest? {
         let words = try tokens(line)
         guard let verb = words.first?.lowercased(), !verb.hasPrefix("#") else { return nil }
         let args = Array(words.dropFirst())
@@ -417,7 +417,7 @@ public enum ConsoleCommand: Hashable, Sendable {
             return context == .scenario
                 ? "a scenario's lines carry their times: write +0.5 before the next line instead of wait"
                 : "'wait' is for scripts of hushd console; a running hushd's time passes by itself"
-        case (.activate(_, let client?, _), .monitor) where client != ConsoleCommand.consoleClient:
+        case (.activate(_, let client?, _), .monitor) where client != ConsoleRequest.consoleClient:
             return "sessions made here belong to the console (client 0); leave out client=\(client.rawValue)"
         default:
             return nil
@@ -615,7 +615,7 @@ public enum ConsoleCommand: Hashable, Sendable {
 
     /// `play ID`, `play tone HZ [BUS] [loop]` or `play FILE [BUS] [loop]`. A bare number is a session: a file
     /// whose name is a number is written with its directory (`play ./7`).
-    private static func play(_ args: [String]) throws(SyntaxError) -> ConsoleCommand {
+    private static func play(_ args: [String]) throws(SyntaxError) -> ConsoleRequest {
         let usage = "usage: play FILE [effect|music|ringer] [loop], play tone HZ [BUS] [loop], or play ID"
         guard let first = args.first else { throw SyntaxError(message: usage) }
         if args.count == 1, let id = UInt64(first) { return .play(SessionID(id)) }
@@ -644,7 +644,7 @@ public enum ConsoleCommand: Hashable, Sendable {
         return .playSound(sound, bus: bus, loop: loop)
     }
 
-    private static func activate(_ args: [String]) throws(SyntaxError) -> ConsoleCommand {
+    private static func activate(_ args: [String]) throws(SyntaxError) -> ConsoleRequest {
         let usage = "usage: activate [ID] BUS CATEGORY [mix] [duck] [transient] [client=N]"
         var rest = args[...]
         var id: SessionID?

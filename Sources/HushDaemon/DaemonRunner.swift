@@ -13,41 +13,14 @@ import Logging
 import Glibc
 #endif
 
-/// `hushd` as a daemon: the configuration, the adapters, the policy and mixer, the output, the control socket,
-/// the console, the state file, the ALSA controls and systemd, wired and run until SIGTERM.
-enum DaemonCommand {
-    /// Runs hushd until SIGTERM; the exit status.
-    static func run(config: String?, board: String?, console: String?) -> Int32 {
-        let configuration: HushdConfiguration
-        do {
-            configuration = try HushdConfiguration.resolve(config: config, board: board)
-        } catch {
-            FileHandleOutput.standardError("hushd: the configuration cannot be used:\n\(error.description)")
-            return 1
-        }
-        // Under systemd, journald stamps lines itself and reads each line's priority from its `<N>` prefix; on a
-        // terminal or in a file, lines carry their time and no prefix.
-        let journal = LogRouter.isJournal(
-            ProcessInfo.processInfo.environment["JOURNAL_STREAM"],
-            descriptor: STDERR_FILENO
-        )
-        let router = LogRouter(level: configuration.log.level, timestamps: !journal, journal: journal)
-        LoggingSystem.bootstrap { DaemonLogHandler(label: $0, router: router) }
-        ALSALibrary.printsOwnErrors(configuration.log.level <= .debug)
-        let logger = Logger(label: "hushd")
-        return DaemonRunner(configuration: configuration, router: router, console: console, logger: logger)
-            .run()
-    }
-}
-
 /// Builds the daemon from a configuration, runs it, and takes it down cleanly.
 final class DaemonRunner {
     let configuration: HushdConfiguration
     let router: LogRouter
-    let consoleChoice: String?
+    let consoleChoice: ConsoleChoice?
     let logger: Logger
 
-    init(configuration: HushdConfiguration, router: LogRouter, console: String?, logger: Logger) {
+    init(configuration: HushdConfiguration, router: LogRouter, console: ConsoleChoice?, logger: Logger) {
         self.configuration = configuration
         self.router = router
         consoleChoice = console
@@ -146,7 +119,7 @@ final class DaemonRunner {
         let summary = "\(daemon.outputDescription), socket \(configuration.control.socket)"
         notifier.ready(status: (daemon.outputCounters.open ? "playing on " : "waiting for its output, ") + summary)
         let board = configuration.board.name.isEmpty ? "no board profile" : "board '\(configuration.board.name)'"
-        logger.notice("hushd \(HushdCommand.version) ready on \(board): \(summary)")
+        logger.notice("hushd \(Hushd.version) ready on \(board): \(summary)")
         let status = daemon.run(signals: signals)
         notifier.stopping()
         logger.notice("stopping: closing the socket and the output, saving the state")
@@ -225,16 +198,17 @@ final class DaemonRunner {
         let standIns = !configuration.terminalInputs.isEmpty
         // The built-in board's controls are keys on this terminal: read lines even from a pipe then.
         let choice =
-            consoleChoice ?? configuration.console.device ?? (isatty(STDIN_FILENO) == 1 || standIns ? "stdio" : "none")
+            consoleChoice ?? configuration.console.device.map(ConsoleChoice.init(argument:))
+            ?? (isatty(STDIN_FILENO) == 1 || standIns ? .standardIO : .off)
         let serial: SerialConsole
         do {
             switch choice {
-            case "none":
+            case .off:
                 return nil
-            case "stdio":
+            case .standardIO:
                 serial = try SerialConsole.standardIO(logger: logger)
-            default:
-                serial = try SerialConsole(device: choice, baud: configuration.console.baud, logger: logger)
+            case .serial(let device):
+                serial = try SerialConsole(device: device, baud: configuration.console.baud, logger: logger)
             }
         } catch {
             logger.error("no console: \(error.description)")
@@ -253,7 +227,7 @@ final class DaemonRunner {
             )
         )
         // A console on this process's own terminal already shows standard error: the same line twice helps nobody.
-        if choice != "stdio" || !Self.sameFile(STDOUT_FILENO, STDERR_FILENO) {
+        if choice != .standardIO || !Self.sameFile(STDOUT_FILENO, STDERR_FILENO) {
             router.console = { [unowned serial] line in serial.print(line) }
         }
         return console
@@ -270,7 +244,7 @@ final class DaemonRunner {
     private func banner(_ daemon: Daemon, standIns: Bool) -> [String] {
         let board = configuration.board
         var lines = [
-            "hush \(HushdCommand.version) on board '\(board.name)'"
+            "hush \(Hushd.version) on board '\(board.name)'"
                 + (board.description.isEmpty ? "" : ": \(board.description)")
         ]
         let output = configuration.output

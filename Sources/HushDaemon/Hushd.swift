@@ -1,18 +1,22 @@
 import ArgumentParser
+import FoundationEssentials
 import HushALSA
 import HushAudioFile
+import HushConfiguration
 import HushConsole
 import HushCore
 import HushGPIO
+import HushPolicy
 import HushRender
 import HushSystem
+import Logging
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The `hushd` command line: the daemon (the default), and the board tools that go with it.
-package struct HushdCommand: ParsableCommand {
+package struct Hushd: ParsableCommand {
     package static let version = "0.1.0"
 
     package static let configuration = CommandConfiguration(
@@ -25,11 +29,8 @@ package struct HushdCommand: ParsableCommand {
             controls. The offline renderer is hush-render.
             """,
         version: versionText,
-        subcommands: [
-            RunCommandLine.self, CheckConfigCommandLine.self, PolicyConsoleCommandLine.self,
-            PlayCommandLine.self,
-        ],
-        defaultSubcommand: RunCommandLine.self
+        subcommands: [HushdRun.self, HushdCheckConfig.self, HushdPolicyConsole.self, HushdPlay.self],
+        defaultSubcommand: HushdRun.self
     )
 
     package init() {}
@@ -41,8 +42,8 @@ package struct HushdCommand: ParsableCommand {
     }
 }
 
-/// `hushd run`, the default: hush as a daemon until SIGTERM.
-struct RunCommandLine: ParsableCommand {
+/// `hushd run`, the default: hush as a daemon until SIGTERM, built and run by ``DaemonRunner``.
+struct HushdRun: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run hush (the default): inputs, policy, mixer, output, control socket, console."
@@ -68,47 +69,55 @@ struct RunCommandLine: ParsableCommand {
             valueName: "where"
         )
     )
-    var console: String?
+    var console: ConsoleChoice?
 
     func validate() throws {
         if config != nil && board != nil { throw ValidationError("give --config or --board, not both") }
     }
 
     func run() throws {
-        let status = DaemonCommand.run(config: config, board: board, console: console)
+        let configuration: HushdConfiguration
+        do {
+            configuration = try HushdConfiguration.resolve(config: config, board: board)
+        } catch {
+            FileHandleOutput.standardError("hushd: the configuration cannot be used:\n\(error.description)")
+            throw ExitCode.failure
+        }
+        // Under systemd, journald stamps lines itself and reads each line's priority from its `<N>` prefix; on a
+        // terminal or in a file, lines carry their time and no prefix.
+        let journal = LogRouter.isJournal(
+            ProcessInfo.processInfo.environment["JOURNAL_STREAM"],
+            descriptor: STDERR_FILENO
+        )
+        let router = LogRouter(level: configuration.log.level, timestamps: !journal, journal: journal)
+        LoggingSystem.bootstrap { DaemonLogHandler(label: $0, router: router) }
+        ALSALibrary.printsOwnErrors(configuration.log.level <= .debug)
+        let logger = Logger(label: "hushd")
+        let status = DaemonRunner(configuration: configuration, router: router, console: console, logger: logger)
+            .run()
         if status != 0 { throw ExitCode(status) }
     }
 }
 
-/// `hushd check-config`.
-struct CheckConfigCommandLine: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "check-config",
-        abstract: "Check hushd's configuration without starting it.",
-        discussion: """
-            Checks the file given with --config, the board profile given with --board (a name in board/profiles, \
-            /usr/share/hush/boards or /etc/hush/boards, or a path), or else /etc/hush/hushd.toml. Prints what hushd \
-            would use and exits 0, or prints every problem, each with its file and line, and exits 1. Every key is \
-            described in docs/configuration.md.
-            """
-    )
+/// Where hushd's console is (`--console`, `[console] device`): a serial device, this terminal, or none.
+enum ConsoleChoice: ExpressibleByArgument, Hashable {
+    case serial(String)
+    /// `stdio`: this terminal.
+    case standardIO
+    /// `none`.
+    case off
 
-    @Option(help: ArgumentHelp("The configuration file to check.", valueName: "path"))
-    var config: String?
-
-    @Option(help: ArgumentHelp("The board profile to check.", valueName: "name"))
-    var board: String?
-
-    func run() throws {
-        let outcome = CheckConfigCommand.check(config: config, board: board)
-        if !outcome.output.isEmpty { print(outcome.output) }
-        if !outcome.errors.isEmpty { FileHandleOutput.standardError(outcome.errors) }
-        if outcome.status != 0 { throw ExitCode(outcome.status) }
+    init(argument: String) {
+        switch argument {
+        case "stdio": self = .standardIO
+        case "none": self = .off
+        default: self = .serial(argument)
+        }
     }
 }
 
 /// `hushd console`: the policy alone on this terminal.
-struct PolicyConsoleCommandLine: ParsableCommand {
+struct HushdPolicyConsole: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "console",
         abstract: "Run the policy alone on this terminal, with no sound.",
@@ -126,12 +135,12 @@ struct PolicyConsoleCommandLine: ParsableCommand {
 
     func run() throws {
         if !quietBanner {
-            print("hush \(HushdCommand.version): policy console. Type help for commands, quit to leave.")
-            print(HushdCommand.libraries)
+            print("hush \(Hushd.version): policy console. Type help for commands, quit to leave.")
+            print(Hushd.libraries)
         }
         let console: PolicyConsole
         let lines = LineReader(descriptor: STDIN_FILENO)
-        let version = HushdCommand.versionText
+        let version = Hushd.versionText
         if manualClock {
             let clock = ManualTimeline()
             console = PolicyConsole(

@@ -6,8 +6,8 @@ import Testing
 
 /// The one command grammar: hushd's console, `hushd console` and scenarios parse with it.
 @Suite("Console commands")
-struct ConsoleCommandTests {
-    static let valid: [(String, ConsoleCommand)] = [
+struct ConsoleRequestTests {
+    static let valid: [(String, ConsoleRequest)] = [
         ("help", .help),
         ("?", .help),
         ("status", .status),
@@ -90,14 +90,14 @@ struct ConsoleCommandTests {
     @Test("every command parses", arguments: valid.indices)
     func parses(_ index: Int) throws {
         let (line, expected) = Self.valid[index]
-        #expect(try ConsoleCommand.parse(line) == expected)
+        #expect(try ConsoleRequest.parse(line) == expected)
     }
 
     @Test("blank lines and comments are nothing")
     func blank() throws {
-        #expect(try ConsoleCommand.parse("") == nil)
-        #expect(try ConsoleCommand.parse("   \t") == nil)
-        #expect(try ConsoleCommand.parse("# a note for the log") == nil)
+        #expect(try ConsoleRequest.parse("") == nil)
+        #expect(try ConsoleRequest.parse("   \t") == nil)
+        #expect(try ConsoleRequest.parse("# a note for the log") == nil)
     }
 
     static let invalid: [(String, String)] = [
@@ -144,16 +144,16 @@ struct ConsoleCommandTests {
     func refuses(_ index: Int) {
         let (line, expected) = Self.invalid[index]
         #expect {
-            try ConsoleCommand.parse(line)
+            try ConsoleRequest.parse(line)
         } throws: { error in
-            (error as? ConsoleCommand.SyntaxError)?.message.contains(expected) == true
+            (error as? ConsoleRequest.SyntaxError)?.message.contains(expected) == true
         }
     }
 
     @Test("an unknown command lists the commands of hushd's console")
     func unknownListsCommands() {
-        do throws(ConsoleCommand.SyntaxError) {
-            _ = try ConsoleCommand.parse("sesions")
+        do throws(ConsoleRequest.SyntaxError) {
+            _ = try ConsoleRequest.parse("sesions")
             Issue.record("parsed")
         } catch {
             #expect(
@@ -166,7 +166,7 @@ struct ConsoleCommandTests {
     }
 
     /// A line and where it has no meaning.
-    static let unavailable: [(String, ConsoleCommand.Context, String)] = [
+    static let unavailable: [(String, ConsoleRequest.Context, String)] = [
         ("wait 100", .monitor, "'wait' is for scripts of hushd console"),
         ("wait 100", .scenario, "write +0.5 before the next line instead of wait"),
         ("finished 2", .monitor, "a running hushd sees that itself"),
@@ -184,47 +184,47 @@ struct ConsoleCommandTests {
     @Test("a command with no meaning where it is typed says so and what to do", arguments: unavailable.indices)
     func unavailability(_ index: Int) throws {
         let (line, context, expected) = Self.unavailable[index]
-        let command = try #require(try ConsoleCommand.parse(line))
+        let command = try #require(try ConsoleRequest.parse(line))
         let reason = try #require(command.unavailability(in: context))
         #expect(reason.contains(expected), "\(reason)")
-        let elsewhere = ConsoleCommand.Context.allCases.filter { $0 != context }
+        let elsewhere = ConsoleRequest.Context.allCases.filter { $0 != context }
         #expect(elsewhere.contains { command.unavailability(in: $0) == nil }, "\(line) has a meaning somewhere")
     }
 
     @Test("every hot key stands for a command that parses, and none can begin a command word")
     func hotKeys() throws {
-        #expect(ConsoleCommand.hotKeys.count >= 6)
-        for (key, command) in ConsoleCommand.hotKeys {
-            let parsed = try #require(try ConsoleCommand.parse(command), "\(key) → \(command)")
+        #expect(ConsoleRequest.hotKeys.count >= 6)
+        for (key, command) in ConsoleRequest.hotKeys {
+            let parsed = try #require(try ConsoleRequest.parse(command), "\(key) → \(command)")
             #expect(parsed.unavailability(in: .monitor) == nil)
-            #expect(!ConsoleCommand.words.contains { $0.first == key })
+            #expect(!ConsoleRequest.words.contains { $0.first == key })
             #expect(!key.isLetter && !key.isNumber && key != "#" && key != " ")
         }
-        #expect(try ConsoleCommand.parse(ConsoleCommand.hotKeys["+"]!) == .tap(.up))
-        #expect(try ConsoleCommand.parse(ConsoleCommand.hotKeys["-"]!) == .tap(.down))
-        #expect(try ConsoleCommand.parse(ConsoleCommand.hotKeys["!"]!) == .silence(.toggle))
-        #expect(try ConsoleCommand.parse(ConsoleCommand.hotKeys["*"]!) == .jack(.toggle, source: .console))
+        #expect(try ConsoleRequest.parse(ConsoleRequest.hotKeys["+"]!) == .tap(.up))
+        #expect(try ConsoleRequest.parse(ConsoleRequest.hotKeys["-"]!) == .tap(.down))
+        #expect(try ConsoleRequest.parse(ConsoleRequest.hotKeys["!"]!) == .silence(.toggle))
+        #expect(try ConsoleRequest.parse(ConsoleRequest.hotKeys["*"]!) == .jack(.toggle, source: .console))
     }
 
     @Test(
         "help fits a 80x24 terminal and names every word its context takes",
         arguments: [
-            ConsoleCommand.Context.monitor, .policy,
+            ConsoleRequest.Context.monitor, .policy,
         ]
     )
-    func help(_ context: ConsoleCommand.Context) {
-        let text = ConsoleCommand.helpText(for: context)
+    func help(_ context: ConsoleRequest.Context) {
+        let text = ConsoleRequest.helpText(for: context)
         let lines = text.split(separator: "\n")
         for line in lines { #expect(line.count <= 80, "\(line)") }
         #expect(lines.count <= 23, "a 24-row terminal shows it with a prompt")
-        for word in ConsoleCommand.words(for: context) {
+        for word in ConsoleRequest.words(for: context) {
             #expect(text.contains(word), "\(word)")
         }
-        for word in ConsoleCommand.words where !ConsoleCommand.words(for: context).contains(word) {
+        for word in ConsoleRequest.words where !ConsoleRequest.words(for: context).contains(word) {
             #expect(!text.contains(word + " "), "\(word) is not for \(context)")
         }
         if context == .monitor {
-            for key in ConsoleCommand.hotKeys.keys { #expect(text.contains(" \(key) "), "\(key)") }
+            for key in ConsoleRequest.hotKeys.keys { #expect(text.contains(" \(key) "), "\(key)") }
             // The virtual board's e2e check looks for this heading on the serial console.
             #expect(text.contains("Stand-ins for the board's controls:"))
         }
@@ -238,13 +238,13 @@ struct ConsoleCommandTests {
             "press up", "release", "tap up", "up", "down", "plug", "unplug", "jack toggle", "key play", "wait 5",
             "help", "quit",
         ]
-        #expect(Set(examples.map { String($0.split(separator: " ")[0]) }) == Set(ConsoleCommand.words))
-        for context in ConsoleCommand.Context.allCases {
+        #expect(Set(examples.map { String($0.split(separator: " ")[0]) }) == Set(ConsoleRequest.words))
+        for context in ConsoleRequest.Context.allCases {
             for example in examples {
-                let command = try #require(try ConsoleCommand.parse(example))
+                let command = try #require(try ConsoleRequest.parse(example))
                 let word = String(example.split(separator: " ")[0])
                 #expect(
-                    (command.unavailability(in: context) == nil) == ConsoleCommand.words(for: context).contains(word),
+                    (command.unavailability(in: context) == nil) == ConsoleRequest.words(for: context).contains(word),
                     "\(example) in \(context)"
                 )
             }
@@ -257,37 +257,37 @@ struct ConsoleCommandTests {
         _ = policy.start(at: Instant.zero)
         let volume = policy.systemVolume
         #expect(
-            try ConsoleCommand.parse("volume up")?.policyEvents(policy) == [.setVolume(.system, volume.moved(by: 1))]
+            try ConsoleRequest.parse("volume up")?.policyEvents(policy) == [.setVolume(.system, volume.moved(by: 1))]
         )
-        #expect(try ConsoleCommand.parse("silence toggle")?.policyEvents(policy) == [.input(.silenceSwitch(.silent))])
+        #expect(try ConsoleRequest.parse("silence toggle")?.policyEvents(policy) == [.input(.silenceSwitch(.silent))])
         #expect(
-            try ConsoleCommand.parse("jack toggle")?.policyEvents(policy)
+            try ConsoleRequest.parse("jack toggle")?.policyEvents(policy)
                 == [.input(.headphones(.plugged, source: .console))]
         )
-        #expect(try ConsoleCommand.parse("release")?.policyEvents(policy) == [])
+        #expect(try ConsoleRequest.parse("release")?.policyEvents(policy) == [])
         _ = policy.handle(PolicyEvent.input(.volumeButton(.down, .press)), at: Instant.zero)
-        #expect(try ConsoleCommand.parse("release")?.policyEvents(policy) == [.input(.volumeButton(.down, .release))])
+        #expect(try ConsoleRequest.parse("release")?.policyEvents(policy) == [.input(.volumeButton(.down, .release))])
         #expect(
-            try ConsoleCommand.parse("tap up")?.policyEvents(policy)
+            try ConsoleRequest.parse("tap up")?.policyEvents(policy)
                 == [.input(.volumeButton(.up, .press)), .input(.volumeButton(.up, .release))]
         )
-        #expect(try ConsoleCommand.parse("status")?.policyEvents(policy) == nil)
-        #expect(try ConsoleCommand.parse("play tone 440")?.policyEvents(policy) == nil)
+        #expect(try ConsoleRequest.parse("status")?.policyEvents(policy) == nil)
+        #expect(try ConsoleRequest.parse("play tone 440")?.policyEvents(policy) == nil)
     }
 
     @Test("completions follow the words typed so far")
     func completions() {
-        #expect(ConsoleCommand.completions(for: "") == ConsoleCommand.words(for: .monitor))
-        #expect(ConsoleCommand.completions(for: "vol") == ConsoleCommand.words(for: .monitor))
-        #expect(ConsoleCommand.completions(for: "volume ") == ["up", "down"])
-        #expect(ConsoleCommand.completions(for: "route h") == ["speaker", "headphones", "auto"])
+        #expect(ConsoleRequest.completions(for: "") == ConsoleRequest.words(for: .monitor))
+        #expect(ConsoleRequest.completions(for: "vol") == ConsoleRequest.words(for: .monitor))
+        #expect(ConsoleRequest.completions(for: "volume ") == ["up", "down"])
+        #expect(ConsoleRequest.completions(for: "route h") == ["speaker", "headphones", "auto"])
         #expect(
-            ConsoleCommand.completions(for: "log level ") == ["trace", "debug", "info", "notice", "warning", "error"]
+            ConsoleRequest.completions(for: "log level ") == ["trace", "debug", "info", "notice", "warning", "error"]
         )
-        #expect(ConsoleCommand.completions(for: "play song.flac ").contains("loop"))
-        #expect(ConsoleCommand.completions(for: "play tone ").isEmpty)
-        #expect(ConsoleCommand.completions(for: "status ").isEmpty)
-        #expect(ConsoleCommand.completions(for: "key ").contains("playpause"))
-        #expect(ConsoleCommand.completions(for: "activate music ").contains("soloAmbient"))
+        #expect(ConsoleRequest.completions(for: "play song.flac ").contains("loop"))
+        #expect(ConsoleRequest.completions(for: "play tone ").isEmpty)
+        #expect(ConsoleRequest.completions(for: "status ").isEmpty)
+        #expect(ConsoleRequest.completions(for: "key ").contains("playpause"))
+        #expect(ConsoleRequest.completions(for: "activate music ").contains("soloAmbient"))
     }
 }

@@ -1,3 +1,4 @@
+import ArgumentParser
 import HushConfiguration
 import HushCore
 import HushSystem
@@ -7,7 +8,35 @@ import Glibc
 #endif
 
 /// `hushd check-config`: checks a configuration without starting hushd.
-enum CheckConfigCommand {
+struct HushdCheckConfig: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Check hushd's configuration without starting it.",
+        discussion: """
+            Checks the file given with --config, the board profile given with --board (a name in board/profiles, \
+            /usr/share/hush/boards or /etc/hush/boards, or a path), or else /etc/hush/hushd.toml. Prints what hushd \
+            would use and exits 0, or prints every problem, each with its file and line, and exits 1. Every key is \
+            described in docs/configuration.md.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The configuration file to check.", valueName: "path"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("The board profile to check.", valueName: "name"))
+    var board: String?
+
+    func validate() throws {
+        if config != nil && board != nil { throw ValidationError("give --config or --board, not both") }
+    }
+
+    func run() throws {
+        let outcome = Self.check(config: config, board: board)
+        if !outcome.output.isEmpty { print(outcome.output) }
+        if !outcome.errors.isEmpty { FileHandleOutput.standardError(outcome.errors) }
+        if outcome.status != 0 { throw ExitCode(outcome.status) }
+    }
+
     /// What the command prints and its exit status, separate from printing so tests can compare it.
     struct Outcome: Equatable {
         var status: Int32
@@ -21,26 +50,23 @@ enum CheckConfigCommand {
         defaultExists: (String) -> Bool = { access($0, F_OK) == 0 }
     ) -> Outcome {
         do {
-            let command = try CheckConfigCommandLine.parse(arguments)
+            let command = try parse(arguments)
             return check(config: command.config, board: command.board, defaultExists: defaultExists)
         } catch {
-            let status = CheckConfigCommandLine.exitCode(for: error).rawValue
-            let message = CheckConfigCommandLine.fullMessage(for: error)
+            let status = exitCode(for: error).rawValue
+            let message = fullMessage(for: error)
             return status == 0
                 ? Outcome(status: 0, output: message, errors: "") : Outcome(status: status, output: "", errors: message)
         }
     }
 
-    /// Checks the configuration at `config`, or the board profile `board`, or else /etc/hush/hushd.toml;
-    /// `defaultExists` says whether a file is there.
+    /// Checks the configuration at `config`, or the board profile `board` (not both: ``validate()``), or else
+    /// /etc/hush/hushd.toml; `defaultExists` says whether a file is there.
     static func check(
         config: String?,
         board: String?,
         defaultExists: (String) -> Bool = { access($0, F_OK) == 0 }
     ) -> Outcome {
-        if config != nil && board != nil {
-            return Outcome(status: 64, output: "", errors: "hushd check-config: give --config or --board, not both")
-        }
         if config == nil, board == nil, !defaultExists(HushdConfiguration.defaultPath) {
             return Outcome(
                 status: 0,
