@@ -1,5 +1,4 @@
 import CTOMLShim
-import HushSystem
 
 /// The one way into toml++ (through CTOMLShim's C API): parses a text into a ``ConfigurationNode`` tree whose
 /// every node carries the line (and column) toml++ read it from, or a syntax error with its position.

@@ -1,6 +1,5 @@
 import HushCore
 import HushPolicy
-import HushSystem
 import Logging
 
 /// One line typed at a console or read from a scenario, parsed: the one command grammar of hush.

@@ -1,6 +1,5 @@
 import HushCore
 import HushPolicy
-import HushSystem
 
 /// The interactive policy console: a person types events, sees every decision with its rule and reason.
 ///

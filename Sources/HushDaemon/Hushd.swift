@@ -6,7 +6,6 @@ import HushConfiguration
 import HushConsole
 import HushCore
 import HushGPIO
-import HushPolicy
 import HushRender
 import HushSystem
 import Logging

@@ -2,7 +2,6 @@ import HushAudioFile
 import HushCore
 import HushMixer
 import HushPolicy
-import HushSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,5 @@
 import HushAudioFile
-import HushCore
 import HushMixer
-import HushSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,6 @@ import ArgumentParser
 import HushALSA
 import HushConfiguration
 import HushCore
-import HushOutput
 import HushSystem
 import Logging
 

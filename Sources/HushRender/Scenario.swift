@@ -1,8 +1,6 @@
 import HushConfiguration
 import HushConsole
 import HushCore
-import HushOutput
-import HushPolicy
 import HushSystem
 
 /// A scenario for `hush-render`: timed console commands, with sounds for the sessions.

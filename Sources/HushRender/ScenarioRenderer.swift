@@ -1,8 +1,6 @@
 import FoundationEssentials
 import HushALSA
 import HushAudioFile
-import HushConfiguration
-import HushConsole
 import HushCore
 import HushMixer
 import HushOutput

@@ -1,10 +1,7 @@
 import FoundationEssentials
-import HushConfiguration
 import HushConsole
 import HushCore
-import HushOutput
 import HushPolicy
-import HushSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,5 @@
 import FoundationEssentials
-import HushConfiguration
-import HushConsole
 import HushCore
-import HushOutput
-import HushPolicy
 import HushRender
 import HushSystem
 

@@ -1,4 +1,3 @@
-import HushCore
 import HushMixer
 import Synchronization
 
