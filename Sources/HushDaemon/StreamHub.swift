@@ -43,38 +43,34 @@ final class StreamHub {
         var ringKiBMax = 512
     }
 
-    /// One open stream: what the policy knows of it (``StreamPolicy/Stream``) and its mechanism.
+    /// One open stream: what the policy knows of it (``StreamPolicy/Stream``, as it opened) and its mechanism.
     final class Entry {
-        let id: StreamID
+        let opened: StreamPolicy.Stream
         let peer: ControlClient
-        let name: String
-        let session: SessionID
-        let configuration: SessionConfiguration
         let memory: StreamMemory
+        /// The voice the engine pulls (playback), or what the capture router feeds (capture).
         let playback: PlaybackStream?
         let capture: CaptureStream?
         var reportedViolations = 0
 
         init(
-            id: StreamID,
+            _ opened: StreamPolicy.Stream,
             peer: ControlClient,
-            name: String,
-            session: SessionID,
-            configuration: SessionConfiguration,
             memory: StreamMemory,
             playback: PlaybackStream?,
             capture: CaptureStream?
         ) {
-            self.id = id
+            self.opened = opened
             self.peer = peer
-            self.name = name
-            self.session = session
-            self.configuration = configuration
             self.memory = memory
             self.playback = playback
             self.capture = capture
         }
 
+        var id: StreamID { opened.id }
+        var name: String { opened.name }
+        var session: SessionID { opened.session }
+        var configuration: SessionConfiguration { opened.configuration }
         var direction: StreamDirection { memory.geometry.direction }
         var violations: Int {
             (playback?.violations.load(ordering: .relaxed) ?? 0) + (capture?.violations.load(ordering: .relaxed) ?? 0)
@@ -242,28 +238,18 @@ final class StreamHub {
         }
         if let capture { router.add(capture) }
         nextStream += 1
-        let entry = Entry(
+        let stream = StreamPolicy.Stream(
             id: id,
-            peer: peer,
+            process: peer.pid,
             name: name,
+            direction: request.direction,
             session: session,
             configuration: configuration,
-            memory: memory,
-            playback: playback,
-            capture: capture
+            group: group
         )
+        let entry = Entry(stream, peer: peer, memory: memory, playback: playback, capture: capture)
         entries[id] = entry
-        rules.opened(
-            StreamPolicy.Stream(
-                id: id,
-                process: peer.pid,
-                name: name,
-                direction: request.direction,
-                session: session,
-                configuration: configuration,
-                group: group
-            )
-        )
+        rules.opened(stream)
         let opened =
             "\(id) opened by \(name) (pid \(peer.pid), uid \(peer.uid)): \(request.direction) \(configuration), "
             + "\(request.rate) Hz, \(request.channels) ch, \(request.format), \(request.bufferFrames) frames, "
