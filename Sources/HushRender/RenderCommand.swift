@@ -85,7 +85,7 @@ extension RenderCommand {
 
     /// `--soak SECONDS`: the scenario through the policy and mixer, keeping nothing, with a line on standard error
     /// every SECONDS of scenario time — `soak: t=… s sessions=… rss=… KiB heap=… B fds=…` — and a summary on
-    /// standard output. soak/render-soak.sh reads the lines and judges the growth.
+    /// standard output. Tests/soak/render-soak.sh reads the lines and judges the growth.
     static func soak(_ scenarioPath: String, interval text: String, options: [String: String]) -> Int32 {
         guard let seconds = Double(text), seconds >= 0.01, seconds < 86_400 else {
             FileHandleOutput.standardError(
