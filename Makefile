@@ -95,18 +95,25 @@ run: build
 ## each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
 ## settle within 64 KiB after warm-up.
-test: deps test-tools lint architecture boards deploy-check alsa-plugin
+## Each of TEST_STAGES runs whatever the others did (.ci/run-stages): at the end a summary lists every stage, and
+## every failed one with its FAIL lines; make test fails if any did. TEST_STAGES="lint vboard" runs only those.
+TEST_STAGES ?= lint architecture boards deploy-check test-build config-corpus deb-check vboard gpiod2 arm64 \
+    test-arm64 vboard-arm64 swift-test fuzz-brief soak-render-quick
+.PHONY: test-build config-corpus swift-test
+test: deps test-tools alsa-plugin
+	MAKE="$(MAKE)" HUSH_RENDER="$(RELEASE_BIN)/hush-render" .ci/run-stages $(TEST_STAGES)
+
+# make test's stages that are not targets of their own elsewhere: the debug build with the tests and the release
+# build; every configuration corpus file through both hushd builds; every unit test.
+test-build:
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
+
+config-corpus:
 	.ci/check-config-corpus.sh
-	$(MAKE) deb-check
-	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
-	$(MAKE) gpiod2
-	$(MAKE) arm64 test-arm64 HUSH_RENDER="$(RELEASE_BIN)/hush-render"
-	$(MAKE) vboard-arm64
+
+swift-test:
 	$(SWIFT) test
-	$(MAKE) fuzz-brief
-	$(MAKE) soak-render-quick
 
 ## faults: the faults scenario at length (LOAD_SECONDS of stress-ng with three buses, SWEEP_SECONDS per period,
 ## CYCLES device removals); make test runs it quick (8 s, 4 s, 3).
