@@ -169,7 +169,10 @@ let startChecks: [Check] = [
             print("  \(tool) -D \(device): exit \(result?.status ?? -1) after \(twoDecimals(took)) s: \(message)")
             try require(result != nil && result?.status != 0, "\(tool) -D \(device) must fail: \(application.outcome)")
             try require(message.contains(says), "\(tool) -D \(device) says why ('\(says)'): \(application.outcome)")
-            try require(took < 3, "\(tool) -D \(device) fails at once, not after \(twoDecimals(took)) s")
+            // At once: the time includes the program's own start-up, which a busy emulator makes seconds long, so
+            // the bound is generous; a refusal that waited out the plugin's 2 s reply deadline says something else
+            // ("did not answer"), which the line above fails.
+            try require(took < 10, "\(tool) -D \(device) fails at once, not after \(twoDecimals(took)) s (budget 10 s)")
         }
         try require(streams().isEmpty, "no stream left behind: \(streams())")
     },
