@@ -89,8 +89,10 @@ for scenario in "${scenarios[@]}"; do
 done
 for scenario in ${failures[@]+"${failures[@]}"}; do
     echo "--- $scenario failed (all of it: .build/virtual-board/logs/$scenario.run-all.log and $scenario.log):"
-    grep -a -E '^(FAIL |not ok|virtual board: scenario .* FAILED)' \
-        "$root/.build/virtual-board/logs/$scenario.run-all.log" | head -30 | sed 's/^/  /'
+    out="$root/.build/virtual-board/logs/$scenario.run-all.log"
+    # Its FAIL lines, or when it printed none (it never ran: run.sh refused it), its last lines.
+    grep -a -E '^(FAIL |not ok|virtual board: scenario .* FAILED)' "$out" | head -30 | sed 's/^/  /' ||
+        tail -n 3 "$out" | sed 's/^/  /'
 done
 summary="virtual board: ${#scenarios[@]} scenario(s) in $(($(date +%s) - start)) s"
 [ "$failed" -eq 0 ] || summary="$summary; failed: ${failures[*]}"
