@@ -29,6 +29,8 @@ struct AppWatch {
     /// When hushd first listed a stream of the application's: its own start-up (the program loaded, its libraries
     /// and the hush device opened) ends there.
     var firstSeen: Instant?
+    /// hushd's underrun count then: what came before (during the start-up) did not touch what is judged.
+    var xrunsWhenSeen: Int?
     var firstRunning: Instant?
     /// Each stream seen, as "direction category bus".
     var streams: Set<String> = []
@@ -40,7 +42,10 @@ func watch(_ application: Application, seconds: Double) -> (ended: (status: Int3
     let deadline = monotonicNow() + .milliseconds(Int64(seconds * 1000))
     while application.isRunning && monotonicNow() < deadline {
         for stream in streams() where stream["pid"] as? Int == Int(application.pid) {
-            if watch.firstSeen == nil { watch.firstSeen = monotonicNow() }
+            if watch.firstSeen == nil {
+                watch.firstSeen = monotonicNow()
+                watch.xrunsWhenSeen = try? outputXruns()
+            }
             watch.streams.insert(
                 ["direction", "category", "bus"].map { stream[$0] as? String ?? "?" }.joined(separator: " ")
             )
@@ -134,14 +139,18 @@ func appTake(_ tool: String, _ arguments: [String], budget: Double, startUp allo
         ]
     )
     let app = application!
+    let watched = result?.watch ?? AppWatch()
+    // Underruns and stalls count from when the stream appeared: during the program's own start-up nothing of it
+    // sounds yet (a slow start-up is a disturbance of its own, below).
     var run = AppRun(
         application: app,
         ended: result?.ended,
-        watch: result?.watch ?? AppWatch(),
+        watch: watched,
         take: take,
-        disturbances: take.disturbances + (try xrunsSince(before)) + lateClient(app)
+        disturbances: take.disturbances + (try xrunsSince(watched.xrunsWhenSeen ?? before)) + lateClient(app)
     )
-    run.disturbances += stallWatch?.disturbance(from: from, to: monotonicNow(), allowed: .milliseconds(20)) ?? []
+    run.disturbances +=
+        stallWatch?.disturbance(from: watched.firstSeen ?? from, to: monotonicNow(), allowed: .milliseconds(20)) ?? []
     if let startUp = run.startUp, startUp > allowance {
         run.disturbances.append(
             "\(app.name) took \(twoDecimals(startUp)) s to open its stream (its own start-up; \(allowance) s allowed)"
@@ -219,7 +228,7 @@ func speak(silenced: Bool) throws -> Judged {
     )
     if silenced {
         judged.report = [
-            "  espeak-ng under silence: ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of speech; loudest "
+            "  espeak-ng under silence: start-up \(twoDecimals(run.startUp ?? -1)) s; ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of speech; loudest "
                 + "\(twoDecimals(loudest)) dBFS on the speaker; streams \(run.watch.streams.sorted())"
         ]
         judged.expect(run.watch.firstRunning != nil, "hushd never saw espeak-ng's stream running: \(run.watch.streams)")
@@ -239,7 +248,7 @@ func speak(silenced: Bool) throws -> Judged {
     // The effect bus at the default volume (step 8), as a half-scale tone's -6 dBFS becomes expectedLevel.
     let gain = expectedLevel(step: 8) + 6.02
     judged.report = [
-        "  espeak-ng through hush:CATEGORY=ambient: ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of "
+        "  espeak-ng through hush:CATEGORY=ambient: start-up \(twoDecimals(run.startUp ?? -1)) s; ran \(twoDecimals(took)) s for \(twoDecimals(duration)) s of "
             + "speech; speech on the speaker for \(span * 20) ms, in its WAV \(referenceSpan * 20) ms; loudest "
             + "\(twoDecimals(loudest)) dBFS vs \(twoDecimals(referenceLoudest)) in the WAV (gain \(twoDecimals(gain)) "
             + "dB); envelope correlation \(String(format: "%.3f", follows)); streams \(run.watch.streams.sorted())"
@@ -362,7 +371,7 @@ let appsChecks: [Check] = [
             let heard = levels.filter { $0 > -60 }
             let loudest = levels.max() ?? -240
             judged.report = [
-                "  sounddevice through hush: play took \(twoDecimals(played)) s, the tone heard \(heard.count * 20) ms at "
+                "  sounddevice through hush: start-up \(twoDecimals(run.startUp ?? -1)) s; play took \(twoDecimals(played)) s, the tone heard \(heard.count * 20) ms at "
                     + "\(twoDecimals(loudest)) dBFS; rec took \(twoDecimals(recorded)) s for \(report["frames"] ?? "?") "
                     + "frames, peak \(report["peak"] ?? "?"); streams \(run.watch.streams.sorted())"
             ]
