@@ -109,19 +109,26 @@ run: build
 ## each), and 3 hours of soak on the simulated clock
 ## (docs/reliability.md). The real-time soak in the VM is `make soak`: 90 s is too short for hushd's RSS to
 ## settle within 64 KiB after warm-up.
-test: deps test-tools lint architecture boards deploy-check alsa-plugin
+## Each of TEST_STAGES runs whatever the others did (.ci/run-stages): at the end a summary lists every stage, and
+## every failed one with its FAIL lines; make test fails if any did. TEST_STAGES="lint vboard" runs only those.
+TEST_STAGES ?= lint architecture boards deploy-check test-build config-corpus deb-check vboard gpiod2 arm64 \
+    test-arm64 vboard-arm64 swift-test fuzz-brief soak-render-quick
+.PHONY: test-build config-corpus swift-test
+test: deps test-tools alsa-plugin
+	MAKE="$(MAKE)" HUSH_RENDER="$(RELEASE_BIN)/hush-render" .ci/run-stages $(TEST_STAGES)
+
+# make test's stages that are not targets of their own elsewhere: the debug build with the tests and the release
+# build, and that the release hushd links no plotter; every configuration corpus file through both hushd builds; every unit test.
+test-build:
 	$(SWIFT) build --build-tests
 	$(SWIFT) build -c release
 	.ci/check-hushd-links.sh "$(RELEASE_BIN)"
+
+config-corpus:
 	.ci/check-config-corpus.sh
-	$(MAKE) deb-check
-	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
-	$(MAKE) gpiod2
-	$(MAKE) arm64 test-arm64 HUSH_RENDER="$(RELEASE_BIN)/hush-render"
-	$(MAKE) vboard-arm64
+
+swift-test:
 	$(SWIFT) test
-	$(MAKE) fuzz-brief
-	$(MAKE) soak-render-quick
 
 ## check: the quick rung before make test (a few minutes): the format check, the architecture check, and every
 ## unit test; not HushIntegrationTests, the tests that start hushd, hushctl, hush-render or an application.
@@ -157,12 +164,12 @@ vboard: deps alsa-plugin test-tools
 
 ## gpiod2: the virtual board's GPIO checks again, with hush-vboard-check built against libgpiod 2.x: Debian trixie's
 ## libgpiod-dev and libgpiod3, fetched with a private apt configuration and unpacked under .build/gpiod2 (nothing
-## installed), built in .build-gpiod2 (libgpiod2/run.sh; about 30 s once fetched). make test runs it after the 1.6 ones.
+## installed), built in .build-gpiod2 (board/virtual/libgpiod2/run.sh; about 30 s once fetched). make test runs it after the 1.6 ones.
 .PHONY: gpiod2
 gpiod2: deps
-	SWIFT="$(SWIFT)" libgpiod2/run.sh
+	SWIFT="$(SWIFT)" board/virtual/libgpiod2/run.sh
 
-## Two compilers and arm64 (cross/trixie.sh; docs/deploy.md, docs/architecture.md "Two compilers"): Debian trixie's
+## Two compilers and arm64 (deploy/cross/trixie.sh; docs/deploy.md, docs/architecture.md "Two compilers"): Debian trixie's
 ## swiftlang 6.0.3 in a debootstrapped trixie chroot under .build/trixie, with arm64 multiarch as the cross sysroot.
 ## toolchain-trixie: make the chroot (about 1 minute from nothing; skipped when complete; needs root).
 ## swift60: every target and test built with Swift 6.0.3 for x86-64, in .build-swift60 (the quick check while
@@ -174,26 +181,26 @@ gpiod2: deps
 ## this machine's (HUSH_RENDER, else a release build), which must give the same bytes.
 .PHONY: toolchain-trixie swift60 arm64 test-arm64
 toolchain-trixie:
-	cross/trixie.sh toolchain
+	deploy/cross/trixie.sh toolchain
 
 swift60:
-	cross/trixie.sh swift60
+	deploy/cross/trixie.sh swift60
 
 arm64:
-	cross/trixie.sh arm64
+	deploy/cross/trixie.sh arm64
 
 test-arm64:
-	HUSH_RENDER="$(HUSH_RENDER)" cross/trixie.sh test-arm64
+	HUSH_RENDER="$(HUSH_RENDER)" deploy/cross/trixie.sh test-arm64
 
 ## vboard-arm64: the e2e scenario on an arm64 virtual board (board/virtual/arm64/run.sh; docs/virtual-board.md "The
 ## arm64 board"): Debian's arm64 6.1 kernel under qemu-system-aarch64 (TCG), hush installed from make deb-arm64's
-## package by dpkg, the checks by the arm64 hush-vboard-check (cross/trixie.sh vboard-check-arm64). make test runs
+## package by dpkg, the checks by the arm64 hush-vboard-check (deploy/cross/trixie.sh vboard-check-arm64). make test runs
 ## it (e2e, about 2.5 minutes once make arm64 has built the toolchain).
 ## VBOARD_ARM64_SCENARIOS="e2e adapters streams" runs those three (the ones that pass there), one after another.
 VBOARD_ARM64_SCENARIOS ?= e2e
 .PHONY: vboard-arm64
 vboard-arm64: deb-arm64
-	cross/trixie.sh vboard-check-arm64
+	deploy/cross/trixie.sh vboard-check-arm64
 	for scenario in $(VBOARD_ARM64_SCENARIOS); do board/virtual/arm64/run.sh --scenario $$scenario || exit 1; done
 
 ## memory-board: a figure, not a test: hushd's resident set on the virtual board at "ready" and with three tone
@@ -229,15 +236,15 @@ latency: deps alsa-plugin
 	board/virtual/run.sh --scenario board/virtual/bench/latency.sh --payload .build/virtual-board/latency-payload
 
 ## test-sanitizers: every Swift test target under AddressSanitizer (with LeakSanitizer), then ThreadSanitizer;
-## fails on any report, the spawned hushd and hushctl included (sanitizers/run.sh, docs/reliability.md#sanitizers).
+## fails on any report, the spawned hushd and hushctl included (Tests/sanitizers/run.sh, docs/reliability.md#sanitizers).
 .PHONY: test-sanitizers test-asan test-tsan
 test-sanitizers: test-asan test-tsan
 
 test-asan: deps
-	SWIFT="$(SWIFT)" sanitizers/run.sh address
+	SWIFT="$(SWIFT)" Tests/sanitizers/run.sh address
 
 test-tsan: deps
-	SWIFT="$(SWIFT)" sanitizers/run.sh thread
+	SWIFT="$(SWIFT)" Tests/sanitizers/run.sh thread
 
 ## fuzz: every libFuzzer harness (a package of its own, Fuzz/) for FUZZ_SECONDS each (FUZZ_RUNS caps the
 ## executions), after replaying its corpus and known crashes; fails on a finding. Fuzz/README.md, docs/reliability.md.
@@ -319,7 +326,7 @@ powercut: deps
 .PHONY: soak soak-quick soak-render-quick
 soak-render-quick: deps
 	$(SWIFT) build -c release --product hush-render
-	HUSH_RENDER="$(RELEASE_BIN)/hush-render" soak/render-soak.sh 10800
+	HUSH_RENDER="$(RELEASE_BIN)/hush-render" Tests/soak/render-soak.sh 10800
 
 soak: DURATION ?= 30m
 soak: deps
@@ -328,13 +335,13 @@ soak: deps
 	  print (u == "m" ? n * 60 : u == "h" ? n * 3600 : n) }'); \
 	[ -n "$$seconds" ] && [ "$$seconds" -ge 40 ] || { echo "make soak: DURATION=$(DURATION): say 90s, 30m, 2h (40 s or more)"; exit 64; }; \
 	simulated=$$((seconds * 24 < 86000 ? seconds * 24 : 86000)); \
-	HUSH_RENDER="$(RELEASE_BIN)/hush-render" soak/render-soak.sh $$simulated && \
-	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" soak/vboard-soak.sh $$seconds
+	HUSH_RENDER="$(RELEASE_BIN)/hush-render" Tests/soak/render-soak.sh $$simulated && \
+	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/soak/vboard-soak.sh $$seconds
 
 soak-quick: deps
 	$(SWIFT) build -c release
-	HUSH_RENDER="$(RELEASE_BIN)/hush-render" soak/render-soak.sh 10800 && \
-	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" soak/vboard-soak.sh 90
+	HUSH_RENDER="$(RELEASE_BIN)/hush-render" Tests/soak/render-soak.sh 10800 && \
+	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/soak/vboard-soak.sh 90
 
 ## plots: the timeline pictures docs/images/timeline-*.svg, drawn by hush-render --plot from docs/scenarios.
 PLOTS := silence-switch unplug ringtone ducking silence-and-unplug
@@ -388,7 +395,7 @@ DEB_SWIFT_BUILD = $(SWIFT) build -c release --static-swift-stdlib --scratch-path
 DEB_PLUGIN_DIR := $(DEB_DIR)/alsa-plugin-$(DEB_ARCH)
 DEB_PLUGIN := $(DEB_PLUGIN_DIR)/libasound_module_pcm_hush.so
 ARM64_SUITE ?= trixie
-# Where make arm64 leaves the arm64 hushd and hushctl (cross/trixie.sh arm64).
+# Where make arm64 leaves the arm64 hushd and hushctl (deploy/cross/trixie.sh arm64).
 ARM64_BIN_DIR ?= .build/arm64
 ARM64_ROOT := $(abspath $(DEB_DIR)/$(ARM64_SUITE)-arm64)/root
 ALSA_PLUGIN_ARM64_DIR := $(DEB_DIR)/alsa-plugin-arm64

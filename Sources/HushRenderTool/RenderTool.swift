@@ -136,7 +136,7 @@ package struct RenderTool: ParsableCommand {
 
     /// `--soak SECONDS`: the scenario through the policy and mixer, keeping nothing, with a line on standard error
     /// every SECONDS of scenario time — `soak: t=… s sessions=… rss=… KiB heap=… B fds=…` — and a summary on
-    /// standard output. soak/render-soak.sh reads the lines and judges the growth.
+    /// standard output. Tests/soak/render-soak.sh reads the lines and judges the growth.
     private func runSoak(every interval: Duration) throws {
         let (renderer, output) = try renderer()
         var samples = 0

@@ -323,7 +323,7 @@ let faultChecks: [Check] = [
         try startPlay(pcm: "hw:Dummy,0,0", scenarioPath: scenario, period: 512)
         func running() -> Bool { readFile(pcmStatus)?.contains("state: RUNNING") == true }
         // Start-up of `hushd play` in a loaded TCG guest can take seconds; the removals are what is timed.
-        try require(waitFor(15) { running() } != nil, "hushd never started feeding snd-dummy within 15 s")
+        try require(waitFor(60) { running() } != nil, "hushd never started feeding snd-dummy within 60 s")
         // The check's own handle on the card goes first (the kernel's unbind waits for every handle to close); the
         // amplifier switch is made again once the removals are over.
         amplifierControl = nil

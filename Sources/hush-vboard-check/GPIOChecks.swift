@@ -15,8 +15,8 @@ func input(_ name: String, _ role: GPIOInputRole, bias: GPIOBias = .asIs) throws
 
 let gpioChecks: [Check] = [
     Check(name: "gpio-library") {
-        // Which libgpiod the checks below ran against: the one this program was built for (libgpiod2/run.sh runs
-        // them against 2.x as well as bookworm's 1.6), loaded at run time.
+        // Which libgpiod the checks below ran against: the one this program was built for
+        // (board/virtual/libgpiod2/run.sh runs them against 2.x as well as bookworm's 1.6), loaded at run time.
         let version = GPIOLibrary.version
         try require(
             version.hasPrefix("\(GPIOLibrary.apiGeneration)."),

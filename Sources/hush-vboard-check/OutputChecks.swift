@@ -37,8 +37,8 @@ func playInBackground(_ scenario: String, extra: String = "") throws {
     // checks read the capture from the music's onset.
     let start = monotonicNow()
     while readFile("/proc/asound/Loopback/pcm0p/sub0/status")?.contains("state: RUNNING") != true {
-        guard monotonicNow() - start < .seconds(15) else {
-            throw CheckFailure("hushd play did not start feeding hw:Loopback,0,0 within 15 s")
+        guard monotonicNow() - start < .seconds(60) else {
+            throw CheckFailure("hushd play did not start feeding hw:Loopback,0,0 within 60 s")
         }
         sleep(.milliseconds(10))
     }

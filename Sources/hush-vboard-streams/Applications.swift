@@ -25,6 +25,9 @@ final class Application {
     private(set) var ended: Instant?
     /// The exit status, or 128 + the signal that ended it.
     private(set) var status: Int32?
+    /// The budget `finish(within:)` gave it when it still ran at the end of it (and was killed): nil when it ended
+    /// by itself.
+    private(set) var overran: Double?
 
     init(_ tool: String, _ arguments: [String], name: String? = nil) throws {
         self.name = name ?? tool
@@ -67,6 +70,27 @@ final class Application {
     /// What it printed.
     var text: String { (readFile(log) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
 
+    /// How it ended and what it said, for a failure's message: "exited with status 1 after 2.31 s; its last
+    /// output: …", "killed by signal 11 (Segmentation fault) after …", "still running after 9.50 s, its budget: killed; it
+    /// printed nothing". Never empty, whatever happened.
+    var outcome: String {
+        let elapsed = String(format: "%.2f s", Double(((ended ?? monotonicNow()) - started).nanoseconds) / 1e9)
+        let how: String
+        if let overran {
+            how = "still running after \(elapsed), its budget \(String(format: "%.1f", overran)) s: killed"
+        } else if let status, status > 128 {
+            let signalName = strsignal(status - 128).map { String(cString: $0) } ?? "?"
+            how = "killed by signal \(status - 128) (\(signalName)) after \(elapsed)"
+        } else if let status {
+            how = "exited with status \(status) after \(elapsed)"
+        } else {
+            how = "still running after \(elapsed)"
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: true).suffix(6)
+        let said = lines.isEmpty ? "it printed nothing" : "its last output: " + lines.joined(separator: " | ")
+        return "\(name) (pid \(pid)) \(how); \(said)"
+    }
+
     /// Waits up to `seconds` for the application to end, looking every 2 ms; nil (and it is killed) if it still
     /// runs then.
     @discardableResult
@@ -79,6 +103,7 @@ final class Application {
             _ = waitpid(pid, &code, 0)
             self.ended = monotonicNow()
             self.status = 128 + SIGKILL
+            overran = seconds
             return nil
         }
         return (status, ended)
@@ -295,9 +320,10 @@ func outputXruns() throws -> Int {
 func state(of application: Application) -> String? { stream(of: application)?.stream["state"] as? String }
 
 /// Waits (looking every 10 ms) until `condition` holds; returns when it first did, or fails after `seconds` naming
-/// `what` and the streams hushd has.
+/// `what` and the streams hushd has. The default budget covers an application's own start-up (aplay's, arecord's)
+/// on a busy emulator many times over.
 @discardableResult
-func waitUntil(_ what: String, seconds: Double = 15, _ condition: () -> Bool) throws -> Instant {
+func waitUntil(_ what: String, seconds: Double = 30, _ condition: () -> Bool) throws -> Instant {
     let deadline = monotonicNow() + .milliseconds(Int64(seconds * 1000))
     while monotonicNow() < deadline {
         if condition() { return monotonicNow() }
@@ -309,7 +335,7 @@ func waitUntil(_ what: String, seconds: Double = 15, _ condition: () -> Bool) th
 
 /// Waits until `application`'s stream is in `wanted` (running, held, paused); returns when it was first seen so.
 @discardableResult
-func waitForStream(_ application: Application, _ wanted: String, seconds: Double = 15) throws -> Instant {
+func waitForStream(_ application: Application, _ wanted: String, seconds: Double = 30) throws -> Instant {
     try waitUntil("\(application.name) (pid \(application.pid)) \(wanted)", seconds: seconds) {
         state(of: application) == wanted
     }
@@ -373,7 +399,7 @@ final class MicrophoneTone: @unchecked Sendable {
 
 /// When each of `applications` was first seen in `wanted` (one status a poll, every 10 ms, so two streams starting
 /// together are both timed).
-func waitForStreams(_ applications: [Application], _ wanted: String, seconds: Double = 15) throws -> [Instant] {
+func waitForStreams(_ applications: [Application], _ wanted: String, seconds: Double = 30) throws -> [Instant] {
     var seen: [Instant?] = Array(repeating: nil, count: applications.count)
     try waitUntil(applications.map(\.name).joined(separator: ", ") + " \(wanted)", seconds: seconds) {
         let listed = streams()

@@ -98,7 +98,7 @@ let endingChecks: [Check] = [
                 try require(ended.results[index]?.status != 0, "\(application.name) must report the loss")
                 try require(
                     application.text.contains("No such device"),
-                    "\(application.name) fails with -ENODEV: \(application.text)"
+                    "\(application.name) fails with -ENODEV: \(application.outcome)"
                 )
                 try require(
                     (took ?? .seconds(10)) - ended.stall <= .milliseconds(Int64(applicationPeriod * 1000)),

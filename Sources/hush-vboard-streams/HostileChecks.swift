@@ -169,7 +169,7 @@ let hostileChecks: [Check] = [
                     + "\(answers ? "answers status" : "does not answer status"); its log: \(offender ?? "(nobody named)")",
             ]
             judged.expect(alive && answers && hostility.answered, "hushd survives hostile clients and answers status")
-            judged.expect(result?.status == 0, "the victim's aplay failed or hung: \(victim.text)")
+            judged.expect(result?.status == 0, "the victim's aplay failed or hung: \(victim.outcome)")
             judged.expect(hostility.shrink == EPERM, "a stream's memfd cannot shrink: \(errnoText(hostility.shrink))")
             judged.expect(
                 hostility.opened + 3 == streamsPerProcess,

@@ -154,7 +154,7 @@ func latencyTake(_ path: LatencyPath, file: String, live: Bool = false) throws -
     } else {
         guard let application else { throw CheckFailure("aplay never started") }
         let result = application.finish(within: 10)
-        try require(result?.status == 0, "aplay -D \(path.device) failed: \(application.text)")
+        try require(result?.status == 0, "aplay -D \(path.device) failed: \(application.outcome)")
     }
     guard let started else { throw CheckFailure("no start") }
     let bufferSeconds = Double(period * capture.granted.periods) / Double(latencyRate)

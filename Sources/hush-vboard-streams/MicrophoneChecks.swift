@@ -144,7 +144,7 @@ let microphoneChecks: [Check] = [
                         + "\(ms(out, result?.at ?? running)) after arecord ended; status while recording: microphone "
                         + "\(holders.listed), streams hearing \(holders.hearing); after: \(after.listed)"
                 ]
-                judged.expect(result?.status == 0, "\(device): arecord failed: \(recorder.text)")
+                judged.expect(result?.status == 0, "\(device): arecord failed: \(recorder.outcome)")
                 judged.expect(samples.count == 3 * recordRate, "\(device): 3 s gave \(samples.count) frames")
                 judged.expect(
                     took > 2.9 && took < 3.6,
@@ -257,7 +257,7 @@ let microphoneChecks: [Check] = [
                     + "\(twoDecimals(secondTone.loudest)) dBFS at \(twoDecimals(secondTone.hertz)) Hz; gaps in the tone "
                     + "(both recorders): \(holes)",
             ]
-            judged.expect(result?.status == 0, "the first recorder failed: \(first.text)")
+            judged.expect(result?.status == 0, "the first recorder failed: \(first.outcome)")
             judged.expect(samples.count == length * recordRate, "\(length) s gave \(samples.count) frames")
             judged.expect(
                 took > Double(length) - 0.1 && took < Double(length) + 0.6,

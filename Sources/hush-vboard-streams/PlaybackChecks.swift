@@ -100,7 +100,7 @@ let playbackChecks: [Check] = [
                     + "light \(light) while the silenced ringtone played (R16)"
             ]
             for (application, result) in zip([effects, ring], ended) {
-                judged.expect(result?.status == 0, "\(application.name) failed or hung: \(application.text)")
+                judged.expect(result?.status == 0, "\(application.name) failed or hung: \(application.outcome)")
             }
             judged.expect(at(expectedLevel(step: 8), levels.music), "the music sounds: \(levels.music)", stall: true)
             judged.expect(silent(levels.effect), "R1: the ambient stream is silenced: \(levels.effect)")
@@ -172,7 +172,7 @@ let playbackChecks: [Check] = [
                     + "\(twoDecimals(hold)) s, the 10 s file took \(twoDecimals(played)) s of playing time"
             ]
             judged.expect(rang.status == 0, "the ringtone's aplay failed")
-            judged.expect(result?.status == 0, "the music's aplay: \(player.text)")
+            judged.expect(result?.status == 0, "the music's aplay: \(player.outcome)")
             judged.expect(at(expectedLevel(step: 8), musicBefore), "the music before: \(db(musicBefore))", stall: true)
             judged.expect(silent(musicHeld), "R6: the ringtone holds the music: \(db(musicHeld))")
             judged.expect(at(expectedLevel(step: 10), ringHeard), "the ringtone sounds: \(db(ringHeard))", stall: true)
@@ -310,7 +310,7 @@ let playbackChecks: [Check] = [
             judged.expect(silent(paused), "R11: play/pause pauses it: \(db(paused))")
             judged.expect(states.last == "paused", "R11: the stream paused by the key: \(states)")
             judged.expect(at(level, resumed), "R11: play/pause resumes it: \(db(resumed))", stall: true)
-            judged.expect(result?.status == 0, "aplay: \(player.text)")
+            judged.expect(result?.status == 0, "aplay: \(player.outcome)")
             judged.expect(
                 played > 5.85 && played < 6.6,
                 "held, not consumed: 6 s of music took \(played) s",

@@ -130,7 +130,7 @@ let startChecks: [Check] = [
                     + (form.capture ? ", \(frames) frames" : "")
             )
             try require(result != nil, "\(form.device): \(application.name) did not end within 10 s")
-            try require(result?.status == 0, "\(form.device): \(application.name) failed: \(application.text)")
+            try require(result?.status == 0, "\(form.device): \(application.name) failed: \(application.outcome)")
             try require(
                 stream["direction"] as? String == (form.capture ? "capture" : "playback"),
                 "\(form.device): direction \(stream["direction"] ?? "?")"
@@ -167,9 +167,12 @@ let startChecks: [Check] = [
             let took = result.map { seconds(from: application.started, to: $0.at) } ?? -1
             let message = application.text.split(separator: "\n").first { $0.contains("hush:") } ?? "(none)"
             print("  \(tool) -D \(device): exit \(result?.status ?? -1) after \(twoDecimals(took)) s: \(message)")
-            try require(result != nil && result?.status != 0, "\(tool) -D \(device) must fail: \(application.text)")
-            try require(message.contains(says), "\(tool) -D \(device) says why ('\(says)'): \(application.text)")
-            try require(took < 3, "\(tool) -D \(device) fails at once, not after \(twoDecimals(took)) s")
+            try require(result != nil && result?.status != 0, "\(tool) -D \(device) must fail: \(application.outcome)")
+            try require(message.contains(says), "\(tool) -D \(device) says why ('\(says)'): \(application.outcome)")
+            // At once: the time includes the program's own start-up, which a busy emulator makes seconds long, so
+            // the bound is generous; a refusal that waited out the plugin's 2 s reply deadline says something else
+            // ("did not answer"), which the line above fails.
+            try require(took < 10, "\(tool) -D \(device) fails at once, not after \(twoDecimals(took)) s (budget 10 s)")
         }
         try require(streams().isEmpty, "no stream left behind: \(streams())")
     },

@@ -7,7 +7,8 @@ import Testing
 
 /// What HushGPIO does the same with libgpiod 1.6 and 2.x: finding a chip from a profile's descriptor (1.6's
 /// lookup rules, which 2.x dropped) and the errors when there is none. These run on the machine that builds, which
-/// has no GPIO chip; the virtual board runs the rest against gpio-sim with both libraries (libgpiod2/run.sh).
+/// has no GPIO chip; the virtual board runs the rest against gpio-sim with both libraries
+/// (board/virtual/libgpiod2/run.sh).
 @Suite("GPIO chip lookup")
 struct GPIOChipLookupTests {
     @Test(

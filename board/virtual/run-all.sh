@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every virtual-board scenario (board/virtual/scenarios/*.sh), or the ones named, one VM each, and ends
-# with the line "N passed, N failed". Exit status 0 only when every scenario passed.
+# Runs every virtual-board scenario (board/virtual/scenarios/*.sh), or the ones named, one VM each, every one of
+# them whatever the others did, and ends with each failed scenario's failures (its FAIL lines) and the line
+# "N passed, N failed". Exit status 0 only when every scenario passed.
 #
 #   board/virtual/run-all.sh [SCENARIO ...]
 #
@@ -74,14 +75,24 @@ for scenario in "${scenarios[@]}"; do
     if [ -d "$apps_payload" ] && grep -q '^# vboard-payload: apps/' "$here/scenarios/$scenario.sh" 2>/dev/null; then
         extra=(--payload "$apps_payload")
     fi
+    # What run.sh and the .after script print, kept for the summary's failures.
+    out="$root/.build/virtual-board/logs/$scenario.run-all.log"
+    mkdir -p "$(dirname "$out")"
     if "$here/run.sh" --scenario "$scenario" --payload "$payload" ${extra[@]+"${extra[@]}"} \
-        ${VBOARD_TIMEOUT:+--timeout "$VBOARD_TIMEOUT"} &&
-        { [ ! -x "$after" ] || "$after" "$root/.build/virtual-board/logs/$scenario.ttyS1.log"; }; then
+        ${VBOARD_TIMEOUT:+--timeout "$VBOARD_TIMEOUT"} 2>&1 | tee "$out" &&
+        { [ ! -x "$after" ] || "$after" "$root/.build/virtual-board/logs/$scenario.ttyS1.log" 2>&1 | tee -a "$out"; }; then
         passed=$((passed + 1))
     else
         failed=$((failed + 1))
         failures+=("$scenario")
     fi
+done
+for scenario in ${failures[@]+"${failures[@]}"}; do
+    echo "--- $scenario failed (all of it: .build/virtual-board/logs/$scenario.run-all.log and $scenario.log):"
+    out="$root/.build/virtual-board/logs/$scenario.run-all.log"
+    # Its FAIL lines, or when it printed none (it never ran: run.sh refused it), its last lines.
+    grep -a -E '^(FAIL |not ok|virtual board: scenario .* FAILED)' "$out" | head -30 | sed 's/^/  /' ||
+        tail -n 3 "$out" | sed 's/^/  /'
 done
 summary="virtual board: ${#scenarios[@]} scenario(s) in $(($(date +%s) - start)) s"
 [ "$failed" -eq 0 ] || summary="$summary; failed: ${failures[*]}"

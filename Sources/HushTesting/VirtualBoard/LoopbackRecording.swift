@@ -40,8 +40,14 @@ package struct Recording {
     }
 }
 
-/// Records `seconds` from a capture PCM a period at a time, noting when each period arrived.
-package func record(_ pcm: String, seconds: Double, periodFrames: Int) throws -> Recording {
+/// Records `seconds` from a capture PCM a period at a time, noting when each period arrived. With `done`, asked
+/// after every period, `seconds` is the most: the recording ends (whole, not short) once `done` says so.
+package func record(
+    _ pcm: String,
+    seconds: Double,
+    periodFrames: Int,
+    until done: (@Sendable () -> Bool)? = nil
+) throws -> Recording {
     // A deep buffer: the reader shares two emulated CPUs with hushd and its clients, and may be held off for a while
     // without losing a period (what the device's clock and hushd's counters say is what matters).
     let periods = 16
@@ -53,14 +59,16 @@ package func record(_ pcm: String, seconds: Double, periodFrames: Int) throws ->
     var arrivals: [(frames: Int, at: Instant)] = []
     arrivals.reserveCapacity(frames / granted.periodFrames + 2)
     var read = 0
-    while read < frames {
-        let chunk = min(granted.periodFrames, frames - read)
+    var wanted = frames
+    while read < wanted {
+        let chunk = min(granted.periodFrames, wanted - read)
         let got = samples.withUnsafeMutableBytes { bytes in
             capture.read(into: bytes.baseAddress! + read * granted.channels * 2, frames: chunk)
         }
         read += got
         arrivals.append((read, monotonicNow()))
         if got < chunk { break }
+        if let done, done() { wanted = read }
     }
     try require(read > 0, "captured nothing from \(pcm)")
     // A period arrives when the device has captured it: the arrival less the audio before it is when the first frame
@@ -71,14 +79,16 @@ package func record(_ pcm: String, seconds: Double, periodFrames: Int) throws ->
     let earliest = offsets.min() ?? monotonicNow().nanoseconds
     let period = Int64(granted.periodFrames) * 1_000_000_000 / rate
     return Recording(
-        samples: stride(from: 0, to: samples.count, by: granted.channels).map { Float(samples[$0]) / 32767 },
+        samples: stride(from: 0, to: wanted * granted.channels, by: granted.channels).map {
+            Float(samples[$0]) / 32767
+        },
         sampleRate: granted.sampleRate,
         start: Instant(nanoseconds: earliest),
         latestArrival: .nanoseconds((offsets.max() ?? earliest) - earliest),
         // A read that comes this late finds the buffer full; any later and the device overwrote a period.
         bufferLeeway: .nanoseconds(period * Int64(granted.periods - 1)),
         // alsa-lib gives up on a capture it cannot recover after an overrun: the take is short, not wrong.
-        shortBy: frames - read
+        shortBy: wanted - read
     )
 }
 
@@ -94,10 +104,12 @@ package struct Take {
     package func actedAt(_ index: Int) -> Double { recordings[0].seconds(at: acted[index]) }
 }
 
-/// Records `pcms` for `seconds` while `actions` run at their times (seconds after the recording starts).
+/// Records `pcms` for `seconds` while `actions` run at their times (seconds after the recording starts). With
+/// `done`, `seconds` is the most: every recording ends once `done` says so (`record(_:seconds:periodFrames:until:)`).
 package func listen(
     to pcms: [String],
     seconds: Double,
+    until done: (@Sendable () -> Bool)? = nil,
     while actions: [(at: Double, what: String, action: () throws -> Void)] = []
 ) throws -> Take {
     final class Box: @unchecked Sendable {
@@ -109,7 +121,7 @@ package func listen(
     for (index, pcm) in pcms.enumerated() {
         group.enter()
         Thread.detachNewThread {
-            box.results[index] = Result { try record(pcm, seconds: seconds, periodFrames: 512) }
+            box.results[index] = Result { try record(pcm, seconds: seconds, periodFrames: 512, until: done) }
             group.leave()
         }
     }

@@ -11,7 +11,7 @@
 #                     path to a script elsewhere (board/virtual/bench/memory.sh)
 #   --deb FILE        the arm64 package (default .build/deb/hush_VERSION_arm64.deb, make deb-arm64)
 #   --programs DIR    where the arm64 hush-vboard-check and hush-vboard-streams are (default
-#                     .build/virtual-board-arm64, where cross/trixie.sh vboard-check-arm64 puts them)
+#                     .build/virtual-board-arm64, where deploy/cross/trixie.sh vboard-check-arm64 puts them)
 #   --timeout SEC     wall time (default: the scenario's vboard-timeout line times 2, else 360)
 #   --memory MB, --cpus N, --keep   as board/virtual/run.sh (defaults 1024, 2)
 #
@@ -22,7 +22,7 @@
 #   modules     configfs, snd-aloop, uinput, evdev and their dependencies from that package; gpio-sim and snd-dummy
 #               (not in Debian's arm64 configuration) cross-built by board/virtual/arm64/build-modules.sh
 #   userland    busybox-static:arm64; the shared libraries of every arm64 ELF file, resolved from their DT_NEEDED
-#               entries in the trixie chroot's arm64 multiarch (cross/trixie.sh toolchain); its /usr/share/alsa;
+#               entries in the trixie chroot's arm64 multiarch (deploy/cross/trixie.sh toolchain); its /usr/share/alsa;
 #               a scenario's "# vboard-tools:" (amixer, aplay, arecord, the gpio* tools, stress-ng) from trixie's
 #               arm64 packages, fetched by deploy/deb/fetch-debs.sh into .build/virtual-board-arm64/tools
 #   hush        dpkg --root=ROOTFS --force-depends --force-script-chrootless -i the .deb: the guest's /usr/bin/hushd
@@ -158,7 +158,7 @@ for file in /usr/lib/aarch64-linux-gnu/alsa-lib/libasound_module_pcm_hush.so /us
 done
 for program in hush-vboard-check hush-vboard-streams; do
     grep -q "^# vboard-payload: $program " "$scenario_file" || continue
-    [ -f "$programs/$program" ] || die "no arm64 $program in $programs (cross/trixie.sh vboard-check-arm64 builds it)"
+    [ -f "$programs/$program" ] || die "no arm64 $program in $programs (deploy/cross/trixie.sh vboard-check-arm64 builds it)"
     cp "$programs/$program" "$rootfs/payload/$program"
 done
 

@@ -3,7 +3,7 @@
 # hush:music, and Python's sounddevice through Debian's PortAudio. hushd runs on the virtual profile without a
 # microphone; hush-vboard-streams --apps judges what reached the loopback's capture side (docs/virtual-board.md,
 # "The apps scenario"). The programs, with what they dlopen, are the payload's apps/ (board/virtual/apps-payload.sh).
-# vboard-timeout: 240
+# vboard-timeout: 480
 # vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'; run-all.sh passes it

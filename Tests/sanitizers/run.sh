@@ -1,13 +1,13 @@
 #!/bin/bash
 # Builds every Swift test target under one sanitizer and runs `swift test` with it; fails on any report.
 #
-#   sanitizers/run.sh address   # AddressSanitizer with LeakSanitizer, scratch path .build-asan
-#   sanitizers/run.sh thread    # ThreadSanitizer, scratch path .build-tsan
+#   Tests/sanitizers/run.sh address   # AddressSanitizer with LeakSanitizer, scratch path .build-asan
+#   Tests/sanitizers/run.sh thread    # ThreadSanitizer, scratch path .build-tsan
 #
 # The hushd and hushctl that tests spawn are built with the same sanitizer and inherit the options below, so a
 # report in a child counts too: every process writes its reports to <scratch>/sanitizer-logs/<tool>.<pid>, and any
 # such file fails the run, even when the test that spawned the child did not look at its exit status.
-# Suppressions (sanitizers/*.supp) carry a reason per entry; docs/reliability.md lists every report found.
+# Suppressions (Tests/sanitizers/*.supp) carry a reason per entry; docs/reliability.md lists every report found.
 set -euo pipefail
 
 SWIFT=${SWIFT:-swift}
@@ -20,7 +20,7 @@ thread) scratch=.build-tsan ;;
     ;;
 esac
 sanitizer=$1
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 logs="$root/$scratch/sanitizer-logs"
 output="$root/$scratch/sanitizer-test-output.txt"
@@ -37,11 +37,11 @@ case $sanitizer in
 address)
     # ASan stops at its first error whatever the options say: memory is not trustworthy after it.
     export ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:log_path=$logs/asan"
-    export LSAN_OPTIONS="suppressions=$root/sanitizers/lsan.supp:print_suppressions=0"
+    export LSAN_OPTIONS="suppressions=$root/Tests/sanitizers/lsan.supp:print_suppressions=0"
     ;;
 thread)
     # Keep going after a race so that one run lists them all; exitcode still fails every process that had one.
-    export TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1:suppressions=$root/sanitizers/tsan.supp:print_suppressions=0:log_path=$logs/tsan"
+    export TSAN_OPTIONS="halt_on_error=0:exitcode=66:second_deadlock_stack=1:suppressions=$root/Tests/sanitizers/tsan.supp:print_suppressions=0:log_path=$logs/tsan"
     ;;
 esac
 

@@ -4,7 +4,7 @@
 # hushd's RSS grows at most 64 KiB after the warm-up, its descriptors with no client stay the same, and no underrun
 # happens (none is provoked).
 #
-#   soak/vboard-soak.sh SECONDS [SEED]      (SEED default 1; at least 40 s)
+#   board/virtual/soak/vboard-soak.sh SECONDS [SEED]      (SEED default 1; at least 40 s)
 #
 # Uses hushd, hushctl and hush-vboard-check from beside HUSH_VBOARD_CHECK (default .build/debug; make soak gives the
 # release build) and a payload of its own,
@@ -12,8 +12,8 @@
 # running at the same time. The guest's log is .build/virtual-board/logs/soak-SECONDSs.log.
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-seconds="${1:?usage: soak/vboard-soak.sh SECONDS [SEED]}"
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
+seconds="${1:?usage: board/virtual/soak/vboard-soak.sh SECONDS [SEED]}"
 seed="${2:-1}"
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -ge 40 ] || { echo "vboard-soak.sh: SECONDS must be 40 or more" >&2; exit 64; }
 payload="$root/.build/virtual-board/payload-soak-$seconds"

@@ -4,15 +4,15 @@
 # with arm64 multiarch: its arm64 -dev packages are the cross build's sysroot, and swiftlang:arm64 unpacked with
 # dpkg -x is the arm64 Swift resource directory (docs/deploy.md, docs/architecture.md "Two compilers").
 #
-#   cross/trixie.sh toolchain     the chroot: debootstrap, swiftlang, the -dev packages (skipped when complete)
-#   cross/trixie.sh swift60       the whole package, tests included, built with Swift 6.0.3 for x86-64
-#   cross/trixie.sh arm64         hushd and hushctl (release, Swift runtime linked in) for aarch64, into .build/arm64
-#   cross/trixie.sh test-arm64    every target and test built for aarch64, the unit tests run under qemu-user
+#   deploy/cross/trixie.sh toolchain     the chroot: debootstrap, swiftlang, the -dev packages (skipped when complete)
+#   deploy/cross/trixie.sh swift60       the whole package, tests included, built with Swift 6.0.3 for x86-64
+#   deploy/cross/trixie.sh arm64         hushd and hushctl (release, Swift runtime linked in) for aarch64, into .build/arm64
+#   deploy/cross/trixie.sh test-arm64    every target and test built for aarch64, the unit tests run under qemu-user
 #                                 (binfmt, in the chroot), then render-arm64
-#   cross/trixie.sh render-arm64  every scenario rendered by the arm64 hush-render and by this machine's
+#   deploy/cross/trixie.sh render-arm64  every scenario rendered by the arm64 hush-render and by this machine's
 #                                 (HUSH_RENDER, else a release build): the same bytes
-#   cross/trixie.sh shell [CMD]   CMD (or a shell) in the chroot, with the checkout at its own path
-#   cross/trixie.sh vboard-check-arm64   hush-vboard-check and hush-vboard-streams (release, Swift runtime linked
+#   deploy/cross/trixie.sh shell [CMD]   CMD (or a shell) in the chroot, with the checkout at its own path
+#   deploy/cross/trixie.sh vboard-check-arm64   hush-vboard-check and hush-vboard-streams (release, Swift runtime linked
 #                                 in) for aarch64, into .build/virtual-board-arm64, for the arm64 virtual board
 #                                 (board/virtual/arm64/run.sh); built in their own copy of the checkout, .build-arm64vb;
 #                                 make arm64 and test-arm64 do not build them
@@ -27,7 +27,7 @@
 # Environment: TRIXIE_MIRROR (default: the Debian mirror this machine's apt uses), SWIFT60_JOBS (default: nproc).
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 dir="$root/.build/trixie"
 tree="$dir/root"
@@ -146,7 +146,7 @@ swift60_dependencies() {
         # none), and upcoming-feature settings; Swift 5 mode keeps the dropped `nonsending`'s checks warnings.
         cat >"$log/Package.swift" <<'MANIFEST'
 // swift-tools-version:6.0
-// Written by hush's cross/trixie.sh: swift-log's own sources under a manifest Swift 6.0 reads. The original
+// Written by hush's deploy/cross/trixie.sh: swift-log's own sources under a manifest Swift 6.0 reads. The original
 // says 6.2 for its traits (MaxLogLevel*, which compile log levels out; hush enables none) and upcoming features.
 import PackageDescription
 
@@ -316,7 +316,7 @@ render_compare() {
     fi
     rm -rf "$work" && mkdir -p "$work/x86_64" "$work/aarch64" "$work/scenarios"
     cp docs/scenarios/*.txt "$work/scenarios/"
-    soak/generate-scenario.py 1 600 >"$work/scenarios/soak-600.txt"
+    Tests/soak/generate-scenario.py 1 600 >"$work/scenarios/soak-600.txt"
     local variants=("default:" "44k1-mono:--rate 44100 --channels 1 --period 256")
     local script=""
     for scenario in "$work"/scenarios/*.txt; do

@@ -4,13 +4,13 @@
 # descriptors sampled as it runs. Passes when, after the warm-up (the first tenth), resident memory grows at most
 # 64 KiB, the heap at most 64 KiB, and the descriptors never change.
 #
-#   soak/render-soak.sh SECONDS [SEED]      (SEED default 1; HUSH_RENDER=PATH, default .build/debug/hush-render)
+#   Tests/soak/render-soak.sh SECONDS [SEED]      (SEED default 1; HUSH_RENDER=PATH, default .build/debug/hush-render)
 #
 # Prints every sample, then one line of figures and PASS or FAIL; exit status 0 only on PASS.
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
-seconds="${1:?usage: soak/render-soak.sh SECONDS [SEED]}"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+seconds="${1:?usage: Tests/soak/render-soak.sh SECONDS [SEED]}"
 seed="${2:-1}"
 render="${HUSH_RENDER:-$root/.build/debug/hush-render}"
 limit_kib=64
@@ -18,7 +18,7 @@ limit_kib=64
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hush-render-soak.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$root/soak/generate-scenario.py" "$seed" "$seconds" >"$work/soak.txt"
+"$root/Tests/soak/generate-scenario.py" "$seed" "$seconds" >"$work/soak.txt"
 counts=$(tail -1 "$work/soak.txt" | sed 's/^# //')
 # About a hundred samples, whatever the length.
 interval=$(awk -v s="$seconds" 'BEGIN { i = s / 100; if (i < 1) i = 1; print i }')

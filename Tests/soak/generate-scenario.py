@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a long random `hush-render` scenario for the soak (issue 6, docs/reliability.md#soak).
 
-    soak/generate-scenario.py SEED SECONDS > soak.txt
+    Tests/soak/generate-scenario.py SEED SECONDS > soak.txt
 
 The same seed and length always give the same file. Every kind of input a board sees comes up, at random times
 0.05-2 s apart: the silence switch, volume taps and holds, headphones plugged and unplugged from every source,
@@ -32,7 +32,7 @@ def generate(seed: int, seconds: float, out) -> None:
     held = None
     events = 0
     sessions = 0
-    out.write(f"# soak scenario: seed {seed}, {seconds:.0f} s (soak/generate-scenario.py)\n")
+    out.write(f"# soak scenario: seed {seed}, {seconds:.0f} s (Tests/soak/generate-scenario.py)\n")
     while True:
         time += rng.uniform(0.05, 2.0)
         if time >= seconds:

@@ -4,16 +4,16 @@
 # sources are left as they were), builds hush-vboard-check against them, and runs its GPIO checks in the virtual
 # board. `make test` runs it after the virtual board's scenarios on 1.6 (make gpiod2; docs/virtual-board.md).
 #
-#   libgpiod2/run.sh            fetch (once), build, run the gpio-* checks in the VM
-#   libgpiod2/run.sh --fetch    only fetch and unpack; prints the PKG_CONFIG_PATH that selects 2.x
-#   libgpiod2/run.sh --build    fetch and build, no VM
+#   board/virtual/libgpiod2/run.sh            fetch (once), build, run the gpio-* checks in the VM
+#   board/virtual/libgpiod2/run.sh --fetch    only fetch and unpack; prints the PKG_CONFIG_PATH that selects 2.x
+#   board/virtual/libgpiod2/run.sh --build    fetch and build, no VM
 #
 # Environment: SWIFT (default swift); GPIOD2_SUITE (default trixie); GPIOD2_SCRATCH, the build's own scratch path
 # (default .build-gpiod2: the 1.6 build in .build is untouched); GPIOD2_CONFIGURATION (default debug: the GPIO
 # checks measure no performance, and a debug build of one product takes about a fifth of a release build's time).
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
 cd "$root"
 swift="${SWIFT:-swift}"
 suite="${GPIOD2_SUITE:-trixie}"
@@ -104,6 +104,6 @@ checks=$("$check" --list | grep '^gpio-' | tr '\n' ' ')
 [ -n "$checks" ] || die "hush-vboard-check --list names no gpio-* check"
 echo "$checks" >"$payload/checks"
 echo "libgpiod2: running in the virtual board against libgpiod $version: $checks"
-board/virtual/run.sh --scenario "$root/libgpiod2/adapters-libgpiod2.sh" --payload "$payload" --timeout 120 | tee "$dir/vboard.log"
+board/virtual/run.sh --scenario "$root/board/virtual/libgpiod2/adapters-libgpiod2.sh" --payload "$payload" --timeout 120 | tee "$dir/vboard.log"
 grep -q "^    libgpiod $version (API 2)$" "$dir/vboard.log" ||
     die "the guest did not say it ran the checks with libgpiod $version (gpio-library check)"
