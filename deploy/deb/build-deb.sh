@@ -54,7 +54,7 @@ done
 
 # --- the version hushd reports (hushd --version's first line: "hushd 0.1.0"), checked against the binary when it
 # runs here.
-version="$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$root/Sources/HushDaemon/Hushd.swift")"
+version="$(sed -n 's/^ *\(public \|package \)\{0,1\}static let version = "\(.*\)"$/\2/p' "$root/Sources/HushDaemon/Hushd.swift")"
 [ -n "$version" ] || die "no version in Sources/HushDaemon/Hushd.swift"
 if [ "$arch" = "$(dpkg --print-architecture)" ] && reported="$("$bin_dir/hushd" --version 2>/dev/null | head -1)"; then
     [ "$reported" = "hushd $version" ] || die "$bin_dir/hushd --version says '$reported', the source 'hushd $version'"
