@@ -198,7 +198,7 @@ struct StreamWireTests {
             for (i, value) in [Int16.min, .max, 16384, -1, 0].enumerated() {
                 memory.ring.storeBytes(of: value.littleEndian, toByteOffset: 2 * i, as: Int16.self)
             }
-            anchors = [-1, 32767 / 32768, 0.5, -1 / 32768, 0]
+            anchors = [-1, Float(32767) / 32768, 0.5, Float(-1) / 32768, 0]
         case .s32LE:
             for (i, value) in [Int32.min, .max, 1 << 30, 0].enumerated() {
                 memory.ring.storeBytes(of: value.littleEndian, toByteOffset: 4 * i, as: Int32.self)
