@@ -263,7 +263,8 @@ struct R19StreamState {
 
     @Test(
         "the switch silences ambient and soloAmbient streams, which keep moving (R1)",
-        arguments: HushCore.Category.allCases.filter { !$0.records }
+        // Every category that plays (a closure here crashes Swift 6.0.3's macro expansion: the arm64 build's).
+        arguments: [HushCore.Category.ambient, .soloAmbient, .playback]
     )
     func silenced(category: HushCore.Category) throws {
         var board = PolicyHarness()
