@@ -20,7 +20,7 @@ struct SampleReadTests {
     func s24() {
         // -2^23, 2^23 - 1, 2^22, -1, little-endian in three bytes.
         let bytes: [UInt8] = [0x00, 0x00, 0x80, 0xFF, 0xFF, 0x7F, 0x00, 0x00, 0x40, 0xFF, 0xFF, 0xFF]
-        #expect(Self.read(bytes, .s24_3LE) == [-1, 8_388_607 / 8_388_608, 0.5, -1 / 8_388_608])
+        #expect(Self.read(bytes, .s24_3LE) == [-1, Float(8_388_607) / 8_388_608, 0.5, Float(-1) / 8_388_608])
     }
 
     /// Read over 2^15, written over 32767: every 16-bit value comes back within one step, most of them exactly.
