@@ -390,20 +390,29 @@ let e2eChecks: [Check] = [
         _ = try startClient("music2", "play --tone \(musicTone) --bus music --category playback --for 600")
         try waitForPlaying(1)
         let first = try capture("music before the ringtone")
-        _ = try startClient("ringtone", "play --tone \(ringerTone) --bus ringer --category playback --for 4")
-        try waitForPlaying(1, on: "ringer")
-        let ringing = try capture("the ringtone")
-        try waitForSilence(on: "ringer")
-        try waitForPlaying(1, on: "music")
+        // The ring lasts 4 s; a take the emulated machine disturbed is taken again, and a late one can fall after the
+        // ring ended (the music back, the ringer silent: a CI run read that as music not interrupted). A take without
+        // the ringer in it was not taken while it rang: the ring is rung again, up to three times.
+        var ringing: [Float] = []
+        var ring = -Double.infinity
+        for attempt in 1...3 {
+            _ = try startClient("ringtone", "play --tone \(ringerTone) --bus ringer --category playback --for 4")
+            try waitForPlaying(1, on: "ringer")
+            ringing = try capture("the ringtone")
+            ring = levels(ringerTone, ringing, from: 0.1, to: 0.95).min
+            try waitForSilence(on: "ringer")
+            try waitForPlaying(1, on: "music")
+            if ring > -40 { break }
+            print("  the take of the ringtone missed it (ringer \(ring) dBFS, attempt \(attempt) of 3): ringing again")
+        }
         let third = try capture("music after the ringtone")
         let before = levels(musicTone, first, from: 0.1, to: 0.95).min
         let during = levels(musicTone, ringing, from: 0.1, to: 0.95).max
-        let ring = levels(ringerTone, ringing, from: 0.1, to: 0.95).min
         let after = levels(musicTone, third, from: 0.1, to: 0.95).min
         print("  music \(before), during the ringtone \(during) (ringer \(ring)), after \(after) dBFS")
         try require(before > -40, "music before the ringtone: \(before)")
-        try require(during < -80, "the ringtone interrupts the music: \(during)")
         try require(ring > -40, "the ringtone sounds: \(ring)")
+        try require(during < -80, "the ringtone interrupts the music: \(during)")
         try require(after > -40, "music resumes after the ringtone deactivates with notifyOthers: \(after)")
     },
     Check(name: "e2e-ducking-and-a-killed-ducking-client") {
