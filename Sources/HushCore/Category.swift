@@ -46,3 +46,20 @@ public struct CategoryOptions: OptionSet, Sendable, Hashable, CustomStringConver
         return names.isEmpty ? "[]" : "[" + names.joined(separator: ", ") + "]"
     }
 }
+
+/// What a session's microphone goes through, after Apple's `AVAudioSession.Mode` (policy R22). A mode matters only
+/// to a session that records; a playback session's mode is carried and shown, and changes nothing.
+public enum SessionMode: String, Sendable, CaseIterable, Hashable, CustomStringConvertible {
+    /// The microphone as the board's profile delivers it.
+    case `default`
+    /// Two-way voice: echo cancellation against what hushd plays, noise suppression, a high-pass filter and
+    /// (unless configured off) automatic gain — what `hush:voice` and a call get.
+    case voiceChat
+    /// The microphone exactly as it arrives, with no processing of any kind: for a tuner, a level meter, a test.
+    case measurement
+
+    /// Whether the microphone is processed for voice in this mode.
+    public var processesVoice: Bool { self == .voiceChat }
+
+    public var description: String { rawValue }
+}

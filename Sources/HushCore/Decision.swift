@@ -1,7 +1,8 @@
 /// What the policy tells clients (through the daemon's control socket and console).
 public enum ClientEvent: Hashable, Sendable, CustomStringConvertible {
-    /// The session lost the floor to another (policy R6). Addressed to the session's client.
-    case interruptionBegan(SessionID, by: SessionID)
+    /// The session lost the floor to another (policy R6), or its microphone to the privacy switch (R21).
+    /// Addressed to the session's client.
+    case interruptionBegan(SessionID, cause: InterruptionCause)
     /// The interruption is over; `shouldResume` says whether the client may resume on its own (policy R8).
     case interruptionEnded(SessionID, shouldResume: Bool)
     /// The output route changed (policies R4, R5, R13).
@@ -27,7 +28,7 @@ public enum ClientEvent: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .interruptionBegan(let id, let by): "interruption began for \(id) (by \(by))"
+        case .interruptionBegan(let id, let cause): "interruption began for \(id) (\(cause))"
         case .interruptionEnded(let id, let shouldResume):
             "interruption ended for \(id)" + (shouldResume ? ", should resume" : ", should not resume")
         case .routeChanged(let change): "route changed \(change)"
@@ -37,6 +38,26 @@ public enum ClientEvent: Hashable, Sendable, CustomStringConvertible {
         case .secondaryAudioShouldBeSilenced(let hint): "secondary audio should be silenced: \(hint ? "yes" : "no")"
         case .buttonsControl(let kind): "volume buttons control the \(kind) volume"
         case .remoteCommand(let id, let key): "remote command \(key) for \(id)"
+        }
+    }
+}
+
+/// Why a session's interruption began.
+public enum InterruptionCause: Hashable, Sendable, CustomStringConvertible {
+    /// Another session took the floor (R6).
+    case session(SessionID)
+    /// The microphone privacy switch is on (R21): no client hears the microphone; the session's sound plays on.
+    case microphoneMuted
+
+    /// The session that interrupted, if a session did.
+    public var session: SessionID? {
+        if case .session(let id) = self { id } else { nil }
+    }
+
+    public var description: String {
+        switch self {
+        case .session(let id): "by \(id)"
+        case .microphoneMuted: "the microphone privacy switch is on"
         }
     }
 }
@@ -88,6 +109,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Light or put out the alert light: the stand-in for a phone's vibration while the switch mutes an alert
     /// (policy R16). The daemon drives `[outputs.alert_led]`.
     case setAlertLight(Bool)
+    /// Close the microphone at its source, or open it again (R21): while closed, the capture router hands every
+    /// consumer silence at the real rate, and the capture card's "Capture Switch" is off where the card has one.
+    case muteMicrophone(Bool)
     /// Tell clients something.
     case notify(ClientEvent)
     /// Write these volumes to the state file.
@@ -106,6 +130,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .stop(let id): "stop \(id)"
         case .selectRoute(let route): "select route \(route)"
         case .setAlertLight(let on): "alert light \(on ? "on" : "off")"
+        case .muteMicrophone(let muted): muted ? "close the microphone" : "open the microphone"
         case .notify(let event): "notify: \(event)"
         case .persist(let volumes):
             "persist volumes (system "

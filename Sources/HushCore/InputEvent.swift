@@ -8,6 +8,16 @@ public enum SilenceSwitchPosition: String, Sendable, Hashable, CustomStringConve
     public var description: String { rawValue }
 }
 
+/// The microphone privacy switch's two positions (a laptop's or a smart speaker's microphone-off switch).
+public enum MicrophoneSwitchPosition: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// The microphone may be heard, by the sessions the policy lets hear it.
+    case live
+    /// No client hears the microphone, whatever it asks (policy R21).
+    case muted
+
+    public var description: String { rawValue }
+}
+
 /// A volume button.
 public enum VolumeButton: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case up, down
@@ -49,6 +59,8 @@ public enum InputEvent: Hashable, Sendable, CustomStringConvertible {
     case volumeButton(VolumeButton, ButtonTransition)
     case mediaKey(MediaKey)
     case headphones(JackState, source: JackSource)
+    /// The microphone privacy switch moved (evdev SW_MUTE_DEVICE, a GPIO line, or the console).
+    case microphoneSwitch(MicrophoneSwitchPosition)
 
     public var description: String {
         switch self {
@@ -56,6 +68,7 @@ public enum InputEvent: Hashable, Sendable, CustomStringConvertible {
         case .volumeButton(let button, let transition): "\(button) \(transition)"
         case .mediaKey(let key): "media key \(key)"
         case .headphones(let state, let source): "headphones \(state) (reported by \(source))"
+        case .microphoneSwitch(let position): "microphone switch \(position)"
         }
     }
 }

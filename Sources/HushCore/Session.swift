@@ -62,19 +62,28 @@ public enum StreamSampleFormat: String, Hashable, Sendable, CaseIterable, Custom
     public var description: String { rawValue }
 }
 
-/// How a session wants to sound: its bus, category and options.
+/// How a session wants to sound: its bus, category, options and mode.
 public struct SessionConfiguration: Hashable, Sendable, CustomStringConvertible {
     public var bus: Bus
     public var category: Category
     public var options: CategoryOptions
     /// Declared short-lived (a prompt, a notification): what it interrupts may resume after it (policy R8).
     public var transient: Bool
+    /// What the microphone's frames go through before the session hears them (policy R22).
+    public var mode: SessionMode
 
-    public init(bus: Bus, category: Category, options: CategoryOptions = [], transient: Bool = false) {
+    public init(
+        bus: Bus,
+        category: Category,
+        options: CategoryOptions = [],
+        transient: Bool = false,
+        mode: SessionMode = .default
+    ) {
         self.bus = bus
         self.category = category
         self.options = options
         self.transient = transient
+        self.mode = mode
     }
 
     /// Whether the session plays alongside non-mixable sessions instead of interrupting them (policy R6).
@@ -91,6 +100,7 @@ public struct SessionConfiguration: Hashable, Sendable, CustomStringConvertible 
         var text = "\(bus) \(category)"
         if !options.isEmpty { text += " \(options)" }
         if transient { text += " transient" }
+        if mode != .default { text += " \(mode)" }
         return text
     }
 }

@@ -17,6 +17,8 @@ public struct AudioPolicy: Sendable {
     /// The latest time the policy was told.
     public private(set) var now: Instant = .zero
     public private(set) var silenceSwitch: SilenceSwitchPosition = .ring
+    /// The microphone privacy switch (R21).
+    public private(set) var microphoneSwitch: MicrophoneSwitchPosition = .live
     public private(set) var jack: JackState = .unplugged
     public private(set) var routeOverride: Route?
     public private(set) var route: Route = .speaker
@@ -125,6 +127,8 @@ public struct AudioPolicy: Sendable {
             mediaKey(key, &out)
         case .input(.headphones(let state, let source)):
             headphones(state, source: source, &out)
+        case .input(.microphoneSwitch(let position)):
+            setMicrophoneSwitch(position, &out)
         case .activate(let id, let client, let configuration):
             activate(id, client: client, configuration, &out)
         case .deactivate(let id, let notifyOthers):
@@ -453,6 +457,7 @@ public struct AudioPolicy: Sendable {
         sessions.append(SessionRecord(id: id, client: client, configuration: configuration))
         let index = sessions.count - 1
         out.append(Decision(.note("\(id) active: \(configuration)"), rule: .r15, reason: "\(client) activated it"))
+        if configuration.category.records && microphoneSwitch == .muted { blockMicrophone(at: index, &out) }
         guard !configuration.isMixable else { return }
         if isSilenced(sessions[index]) {
             sessions[index].floorPending = true
@@ -521,7 +526,7 @@ public struct AudioPolicy: Sendable {
         }
         out.append(
             Decision(
-                .notify(.interruptionBegan(id, by: interrupter.id)),
+                .notify(.interruptionBegan(id, cause: .session(interrupter.id))),
                 rule: rule,
                 reason: reason + (resumable ? " (resumable: the interrupter is transient)" : " (not resumable)")
             )
@@ -586,6 +591,28 @@ public struct AudioPolicy: Sendable {
 
     private mutating func play(at index: Int, rule: Rule, _ out: inout [Decision]) {
         let id = sessions[index].id
+        switch sessions[index].microphoneBlock {
+        case .awaitingStart:
+            sessions[index].microphoneBlock = nil
+            out.append(
+                Decision(
+                    .note("\(id) may hear the microphone again"),
+                    rule: .r21,
+                    reason: "started again since the privacy switch was turned off"
+                )
+            )
+            if sessions[index].isPlaying { return }
+        case .privacySwitch:
+            out.append(
+                Decision(
+                    .note("\(id)'s microphone stays off"),
+                    rule: .r21,
+                    reason: "the privacy switch is on; nothing a client asks turns the microphone on"
+                )
+            )
+        case nil:
+            break
+        }
         if sessions[index].isPlaying {
             out.append(Decision(.note("\(id) is already playing"), rule: rule, reason: "play asked again"))
             return
@@ -702,6 +729,70 @@ public struct AudioPolicy: Sendable {
         endInterruptions(by: gone.id, notifyOthers: notifyOthers, &out)
     }
 
+    // MARK: - R21 microphone privacy
+
+    private mutating func setMicrophoneSwitch(_ position: MicrophoneSwitchPosition, _ out: inout [Decision]) {
+        guard position != microphoneSwitch else {
+            out.append(
+                Decision(
+                    .note("the microphone switch is already \(position)"),
+                    rule: .r21,
+                    reason: "a repeated report of the switch changes nothing"
+                )
+            )
+            return
+        }
+        microphoneSwitch = position
+        switch position {
+        case .muted:
+            out.append(
+                Decision(
+                    .muteMicrophone(true),
+                    rule: .r21,
+                    reason: "the microphone privacy switch is on: no client hears the microphone, whatever it asks"
+                )
+            )
+            for index in sessions.indices where sessions[index].configuration.category.records {
+                blockMicrophone(at: index, &out)
+            }
+        case .live:
+            out.append(
+                Decision(
+                    .muteMicrophone(false),
+                    rule: .r21,
+                    reason:
+                        "the microphone privacy switch is off: the microphone is there for sessions started from now"
+                )
+            )
+            for index in sessions.indices where sessions[index].microphoneBlock == .privacySwitch {
+                let id = sessions[index].id
+                sessions[index].microphoneBlock = .awaitingStart
+                out.append(
+                    Decision(
+                        .notify(.interruptionEnded(id, shouldResume: false)),
+                        rule: .r21,
+                        reason: "the privacy switch is off, and \(id)'s microphone stays off until the application "
+                            + "or the person starts it again: a microphone is never re-enabled behind the person's back"
+                    )
+                )
+            }
+        }
+    }
+
+    /// R21: the privacy switch takes the microphone from a recording session; its own sound plays on.
+    private mutating func blockMicrophone(at index: Int, _ out: inout [Decision]) {
+        let session = sessions[index]
+        sessions[index].microphoneBlock = .privacySwitch
+        out.append(
+            Decision(
+                .notify(.interruptionBegan(session.id, cause: .microphoneMuted)),
+                rule: .r21,
+                reason: "\(session.id) (\(session.configuration.category)) records, and the privacy switch is on: it "
+                    + "receives silence at the real rate; what it plays goes on"
+            )
+        )
+    }
+
     // MARK: - R10 client gone
 
     private mutating func clientGone(_ client: ClientID, _ out: inout [Decision]) {
@@ -717,6 +808,15 @@ public struct AudioPolicy: Sendable {
     // MARK: - R11 media keys
 
     private mutating func mediaKey(_ key: MediaKey, _ out: inout [Decision]) {
+        let waiting = sessions.indices.filter { sessions[$0].microphoneBlock == .awaitingStart }
+        if key == .play || key == .playPause,
+            let index = waiting.max(by: { sessions[$0].lastUserActivity < sessions[$1].lastUserActivity })
+        {
+            // R21 before R11: the person's key is the start a microphone waits for after the privacy switch.
+            markActivity(index)
+            play(at: index, rule: .r11, &out)
+            return
+        }
         let candidates = sessions.indices.filter { index in
             let session = sessions[index]
             guard session.configuration.category == .playback, !session.isInterrupted else { return false }

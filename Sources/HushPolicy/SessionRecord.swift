@@ -31,6 +31,21 @@ public struct SessionRecord: Hashable, Sendable {
         }
     }
 
+    /// Why a recording session does not hear the microphone though its sound may play (R21).
+    public enum MicrophoneBlock: String, Hashable, Sendable, CustomStringConvertible {
+        /// The privacy switch is on.
+        case privacySwitch
+        /// The switch was turned off since; the microphone waits for the session to be started again.
+        case awaitingStart
+
+        public var description: String {
+            switch self {
+            case .privacySwitch: "the privacy switch is on"
+            case .awaitingStart: "waits to be started again after the privacy switch"
+            }
+        }
+    }
+
     public let id: SessionID
     public let client: ClientID
     public let configuration: SessionConfiguration
@@ -43,6 +58,9 @@ public struct SessionRecord: Hashable, Sendable {
     public internal(set) var resumesAfterInterruption = false
     /// A non-mixable session that has not yet taken the floor because it was silent when activated (M1).
     public internal(set) var floorPending = false
+    /// Set while the privacy switch keeps the microphone from this recording session, and after it until the
+    /// session is started again (R21); nil otherwise.
+    public internal(set) var microphoneBlock: MicrophoneBlock?
     /// When a person last acted on it (played or paused it, or unplugged under it); orders R11's choice.
     var lastUserActivity: UInt64 = 0
 

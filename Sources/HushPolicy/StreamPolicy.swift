@@ -137,8 +137,10 @@ public struct StreamPolicy: Sendable {
         public var state: Ruling<State>
         /// Whether the silence switch mutes what it plays (R1): the plugin says so, and hushd still consumes it.
         public var silenced: Ruling<Bool>
-        /// Whether it hears the microphone (R20); nil for a playback stream.
+        /// Whether it hears the microphone (R20, R21); nil for a playback stream.
         public var microphone: Ruling<Bool>?
+        /// What the microphone goes through before the stream receives it (R22); nil for a playback stream.
+        public var processing: Ruling<SessionMode>?
 
         /// Whether hushd consumes (or delivers) its frames at the real rate.
         public var moves: Bool { state.value == .running }
@@ -150,6 +152,7 @@ public struct StreamPolicy: Sendable {
             if let microphone {
                 text += "; microphone \(microphone.value ? "heard" : "not heard") (\(microphone.reason))"
             }
+            if let processing { text += "; \(processing.value) (\(processing.reason))" }
             return text
         }
     }
@@ -288,7 +291,16 @@ public struct StreamPolicy: Sendable {
         switch transport {
         case .start, .resume:
             stream.started = true
-            guard policy.session(session)?.state != .playing else {
+            let record = policy.session(session)
+            if stream.direction == .capture, record?.microphoneBlock == .awaitingStart {
+                return Ruling(
+                    .play(session),
+                    rule: .r18,
+                    reason: "the application starts its capture stream again: the start the microphone waits for "
+                        + "since the privacy switch was turned off (R21)"
+                )
+            }
+            guard record?.state != .playing else {
                 return Ruling(nil, rule: .r18, reason: "\(session) already plays")
             }
             return Ruling(
@@ -325,6 +337,7 @@ public struct StreamPolicy: Sendable {
             of: stream,
             session: policy.session(stream.session),
             silenceSwitch: policy.silenceSwitch,
+            microphoneSwitch: policy.microphoneSwitch,
             microphonePresent: microphonePresent
         )
     }
@@ -334,6 +347,7 @@ public struct StreamPolicy: Sendable {
         of stream: Stream,
         session record: SessionRecord?,
         silenceSwitch: SilenceSwitchPosition,
+        microphoneSwitch: MicrophoneSwitchPosition = .live,
         microphonePresent: Bool
     ) -> View {
         let state = state(of: stream, session: record)
@@ -349,10 +363,17 @@ public struct StreamPolicy: Sendable {
             silenced = Ruling(false, rule: .r1, reason: "not silenced")
         }
         var microphone: Ruling<Bool>?
+        var processing: Ruling<SessionMode>?
         if stream.direction == .capture {
-            microphone = Self.microphone(state: state.value, session: stream.session, present: microphonePresent)
+            microphone = Self.microphone(
+                state: state.value,
+                session: stream.session,
+                block: microphoneSwitch == .muted ? .privacySwitch : record?.microphoneBlock,
+                present: microphonePresent
+            )
+            processing = Self.processing(record?.configuration.mode ?? stream.configuration.mode)
         }
-        return View(state: state, silenced: silenced, microphone: microphone)
+        return View(state: state, silenced: silenced, microphone: microphone, processing: processing)
     }
 
     private static func state(of stream: Stream, session record: SessionRecord?) -> Ruling<State> {
@@ -382,7 +403,30 @@ public struct StreamPolicy: Sendable {
         }
     }
 
-    private static func microphone(state: State, session: SessionID, present: Bool) -> Ruling<Bool> {
+    private static func microphone(
+        state: State,
+        session: SessionID,
+        block: SessionRecord.MicrophoneBlock?,
+        present: Bool
+    ) -> Ruling<Bool> {
+        // R21 first: nothing the application or its session's state does opens a microphone the switch closed.
+        switch block {
+        case .privacySwitch:
+            return Ruling(
+                false,
+                rule: .r21,
+                reason: "the microphone privacy switch is on: the stream receives silence at the real rate"
+            )
+        case .awaitingStart:
+            return Ruling(
+                false,
+                rule: .r21,
+                reason: "the privacy switch was turned off since this stream last heard the microphone: it receives "
+                    + "silence until the application (or the person) starts it again"
+            )
+        case nil:
+            break
+        }
         guard state == .running else {
             return Ruling(
                 false,
@@ -395,5 +439,31 @@ public struct StreamPolicy: Sendable {
             return Ruling(false, rule: .r20, reason: "hushd has no microphone: the stream receives silence")
         }
         return Ruling(true, rule: .r20, reason: "\(session) plays and the application started the stream")
+    }
+
+    // MARK: R22 capture-mode
+
+    /// What a capture stream's frames go through: its session's mode, each stream its own. One microphone feeds
+    /// every mode at once — a call's processed voice and a measurement's raw signal are computed side by side — so
+    /// no session's mode is imposed on another's.
+    private static func processing(_ mode: SessionMode) -> Ruling<SessionMode> {
+        switch mode {
+        case .default:
+            return Ruling(mode, rule: .r22, reason: "the microphone as the board's profile delivers it")
+        case .voiceChat:
+            return Ruling(
+                mode,
+                rule: .r22,
+                reason: "echo cancelled against what hushd plays, with the delay hushd knows; noise suppressed, "
+                    + "high-passed, level kept"
+            )
+        case .measurement:
+            return Ruling(
+                mode,
+                rule: .r22,
+                reason: "no processing at all, whatever other sessions' modes ask for: a call's processing never "
+                    + "reaches a measurement"
+            )
+        }
     }
 }

@@ -4,10 +4,10 @@ import HushCore
 /// about its own sessions even when it has not subscribed.
 ///
 /// On the wire an event is an object with an `event` field naming its kind (replies have `ok` instead):
-/// `{"event":"interruption-began","session":3,"by":4}`.
+/// `{"event":"interruption-began","session":3,"by":4,"reason":"session"}`.
 public enum ControlEvent: Hashable, Sendable {
-    /// The session lost the floor to another (policy R6).
-    case interruptionBegan(SessionID, by: SessionID)
+    /// The session lost the floor to another (policy R6), or its microphone to the privacy switch (R21).
+    case interruptionBegan(SessionID, cause: InterruptionCause)
     /// The interruption is over; `shouldResume` says whether the client may resume on its own (policy R8).
     case interruptionEnded(SessionID, shouldResume: Bool)
     /// The output route changed (policies R4, R5, R13).
@@ -29,7 +29,7 @@ public enum ControlEvent: Hashable, Sendable {
     /// A policy notification as an event.
     public init(_ event: ClientEvent) {
         switch event {
-        case .interruptionBegan(let id, let by): self = .interruptionBegan(id, by: by)
+        case .interruptionBegan(let id, let cause): self = .interruptionBegan(id, cause: cause)
         case .interruptionEnded(let id, let shouldResume): self = .interruptionEnded(id, shouldResume: shouldResume)
         case .routeChanged(let change): self = .routeChanged(change)
         case .volumeChanged(let kind, let step, let route): self = .volumeChanged(kind, step, route: route)
@@ -109,9 +109,15 @@ extension ControlEvent: Codable {
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(kind, forKey: .event)
         switch self {
-        case .interruptionBegan(let id, let by):
+        case .interruptionBegan(let id, let cause):
             try container.encode(id.rawValue, forKey: .session)
-            try container.encode(by.rawValue, forKey: .by)
+            switch cause {
+            case .session(let by):
+                try container.encode(by.rawValue, forKey: .by)
+                try container.encode("session", forKey: .reason)
+            case .microphoneMuted:
+                try container.encode("microphoneMuted", forKey: .reason)
+            }
         case .interruptionEnded(let id, let shouldResume):
             try container.encode(id.rawValue, forKey: .session)
             try container.encode(shouldResume, forKey: .shouldResume)
@@ -151,7 +157,16 @@ extension ControlEvent: Codable {
         }
         switch try container.decode(ControlEventKind.self, forKey: .event) {
         case .interruptionBegan:
-            self = .interruptionBegan(try session(), by: try session(.by))
+            switch try container.decodeIfPresent(String.self, forKey: .reason) ?? "session" {
+            case "session": self = .interruptionBegan(try session(), cause: .session(try session(.by)))
+            case "microphoneMuted": self = .interruptionBegan(try session(), cause: .microphoneMuted)
+            case let other:
+                throw DecodingError.dataCorruptedError(
+                    forKey: .reason,
+                    in: container,
+                    debugDescription: "an interruption's reason is session or microphoneMuted, not '\(other)'"
+                )
+            }
         case .interruptionEnded:
             self = .interruptionEnded(
                 try session(),

@@ -135,8 +135,10 @@ public enum ControlText {
     /// One line per event, for `hushctl events` and the events `hushctl play` prints.
     public static func event(_ event: ControlEvent) -> String {
         switch event {
-        case .interruptionBegan(let id, let by):
+        case .interruptionBegan(let id, .session(let by)):
             "interruption began: session \(id.rawValue), by session \(by.rawValue)"
+        case .interruptionBegan(let id, .microphoneMuted):
+            "interruption began: session \(id.rawValue), the microphone privacy switch is on"
         case .interruptionEnded(let id, let shouldResume):
             "interruption ended: session \(id.rawValue), " + (shouldResume ? "should resume" : "should not resume")
         case .routeChanged(let change):

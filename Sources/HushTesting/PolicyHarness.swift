@@ -53,13 +53,14 @@ public struct PolicyHarness: Sendable {
         _ category: Category,
         _ options: CategoryOptions = [],
         transient: Bool = false,
+        mode: SessionMode = .default,
         client: UInt64? = nil
     ) -> [Decision] {
         send(
             .activate(
                 SessionID(id),
                 client: ClientID(client ?? id),
-                SessionConfiguration(bus: bus, category: category, options: options, transient: transient)
+                SessionConfiguration(bus: bus, category: category, options: options, transient: transient, mode: mode)
             )
         )
     }
@@ -106,13 +107,20 @@ public struct PolicyHarness: Sendable {
         _ category: Category,
         _ options: CategoryOptions = [],
         transient: Bool = false,
+        mode: SessionMode = .default,
         process: Int32 = 500,
         user: UInt32 = 1000,
         name: String = "app",
         session named: UInt64? = nil,
         sessionOwner: UInt32? = nil
     ) throws(StreamPolicy.Refusal) -> Ruling<StreamPolicy.Placement> {
-        let configuration = SessionConfiguration(bus: bus, category: category, options: options, transient: transient)
+        let configuration = SessionConfiguration(
+            bus: bus,
+            category: category,
+            options: options,
+            transient: transient,
+            mode: mode
+        )
         let opening = StreamPolicy.Opening(
             process: process,
             user: user,

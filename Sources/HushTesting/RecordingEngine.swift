@@ -13,6 +13,10 @@ public struct RecordingEngine: Sendable {
     public private(set) var playing: Set<SessionID> = []
     /// Sessions whose client was told their interruption began and not yet that it ended.
     public private(set) var interrupted: Set<SessionID> = []
+    /// Sessions told the privacy switch took their microphone (R21), and not yet that it is off again.
+    public private(set) var microphoneInterrupted: Set<SessionID> = []
+    /// Whether the microphone is closed at its source (R21).
+    public private(set) var microphoneMuted = false
     public private(set) var route: Route?
     /// Whether the alert light is lit (R16).
     public private(set) var alertLight = false
@@ -41,10 +45,13 @@ public struct RecordingEngine: Sendable {
             playing.remove(id)
         case .selectRoute(let route): self.route = route
         case .setAlertLight(let on): alertLight = on
+        case .muteMicrophone(let muted): microphoneMuted = muted
         case .notify(let event):
             notifications.append(event)
             switch event {
-            case .interruptionBegan(let id, _): interrupted.insert(id)
+            case .interruptionBegan(let id, .microphoneMuted): microphoneInterrupted.insert(id)
+            case .interruptionBegan(let id, .session): interrupted.insert(id)
+            case .interruptionEnded(let id, _) where decision.rule == .r21: microphoneInterrupted.remove(id)
             case .interruptionEnded(let id, _): interrupted.remove(id)
             default: break
             }
@@ -62,5 +69,6 @@ public struct RecordingEngine: Sendable {
         sessionGains[id] = nil
         playing.remove(id)
         interrupted.remove(id)
+        microphoneInterrupted.remove(id)
     }
 }

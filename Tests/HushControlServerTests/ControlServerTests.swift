@@ -225,12 +225,15 @@ struct ControlServerTests {
         #expect(try fixture.line(from: routes) == #"{"events":["route-changed"],"id":2,"ok":true}"#)
         let change = RouteChange(previous: .speaker, current: .headphones, reason: .newDeviceAvailable)
         fixture.server.send(.routeChanged(change), toSubscribersAnd: nil)
-        fixture.server.send(.interruptionBegan(SessionID(3), by: SessionID(4)), toSubscribersAnd: ClientID(1002))
+        fixture.server.send(
+            .interruptionBegan(SessionID(3), cause: .session(SessionID(4))),
+            toSubscribersAnd: ClientID(1002)
+        )
         fixture.server.send(.sessionFinished(SessionID(9)), to: ClientID(1002))
         fixture.pump(for: 30)
         let route =
             #"{"event":"route-changed","previous":"speaker","reason":"newDeviceAvailable","route":"headphones"}"#
-        let interruption = #"{"by":4,"event":"interruption-began","session":3}"#
+        let interruption = #"{"by":4,"event":"interruption-began","reason":"session","session":3}"#
         #expect(all.availableLines() == [route, interruption])
         #expect(routes.availableLines() == [route])
         #expect(owner.availableLines() == [interruption, #"{"event":"session-finished","session":9}"#])

@@ -140,7 +140,7 @@ struct HushctlTests {
         try process.run()
         fixture.pump(until: { fixture.handler.requests.count == 3 }, milliseconds: 10_000)
         let owner = try #require(fixture.handler.requests.last?.client.id)
-        fixture.server.send(.interruptionBegan(SessionID(1), by: SessionID(2)), toSubscribersAnd: owner)
+        fixture.server.send(.interruptionBegan(SessionID(1), cause: .session(SessionID(2))), toSubscribersAnd: owner)
         fixture.server.send(.interruptionEnded(SessionID(1), shouldResume: true), toSubscribersAnd: owner)
         fixture.server.send(.sessionFinished(SessionID(1)), toSubscribersAnd: owner)
         fixture.pump(until: { !process.isRunning }, milliseconds: 10_000)

@@ -95,7 +95,7 @@ struct M4TransientHoldsTheFloor {
         let decisions = board.activate(2, .music, .playback)
         #expect(
             decisions.contains {
-                $0.command == .notify(.interruptionBegan(SessionID(2), by: SessionID(1))) && $0.rule == .m4
+                $0.command == .notify(.interruptionBegan(SessionID(2), cause: .session(SessionID(1)))) && $0.rule == .m4
             }
         )
         #expect(board.isPlaying(1))
@@ -135,7 +135,7 @@ struct M5PlayWhileInterrupted {
         #expect(decisions.contains { $0.command == .notify(.interruptionEnded(SessionID(1), shouldResume: false)) })
         #expect(
             decisions.contains {
-                $0.command == .notify(.interruptionBegan(SessionID(2), by: SessionID(1))) && $0.rule == .m5
+                $0.command == .notify(.interruptionBegan(SessionID(2), cause: .session(SessionID(1)))) && $0.rule == .m5
             }
         )
     }

@@ -43,6 +43,7 @@ struct PolicyDocumentTests {
             Self.read("Tests/HushPolicyTests/RuleTests.swift")
             + Self.read("Tests/HushPolicyTests/MeetingCaseTests.swift")
             + Self.read("Tests/HushPolicyTests/StreamRuleTests.swift")
+            + Self.read("Tests/HushPolicyTests/MicrophoneRuleTests.swift")
         for rule in Rule.allCases {
             #expect(tests.contains("@Suite(\"\(rule.rawValue) \(rule.title)\")"), "no suite for \(rule)")
         }

@@ -309,7 +309,8 @@ struct R6NonMixableInterrupts {
         if c.interrupts {
             #expect(
                 decisions.contains {
-                    $0.command == .notify(.interruptionBegan(SessionID(1), by: SessionID(4))) && $0.rule == .r6
+                    $0.command == .notify(.interruptionBegan(SessionID(1), cause: .session(SessionID(4))))
+                        && $0.rule == .r6
                 }
             )
             #expect(decisions.contains { $0.command == .pause(SessionID(1)) && $0.rule == .r6 })
@@ -324,7 +325,11 @@ struct R6NonMixableInterrupts {
         var board = PolicyHarness()
         board.activate(1, .music, .playback)
         let decisions = board.activate(2, .music, .playback)
-        #expect(decisions.contains { $0.command == .notify(.interruptionBegan(SessionID(1), by: SessionID(2))) })
+        #expect(
+            decisions.contains {
+                $0.command == .notify(.interruptionBegan(SessionID(1), cause: .session(SessionID(2))))
+            }
+        )
         #expect(!decisions.contains { if case .pause = $0.command { true } else { false } })
     }
 }

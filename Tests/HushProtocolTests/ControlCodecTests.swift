@@ -718,7 +718,8 @@ struct ControlCodecTests {
     }
 
     static let events: [ControlEvent] = [
-        .interruptionBegan(SessionID(3), by: SessionID(4)),
+        .interruptionBegan(SessionID(3), cause: .session(SessionID(4))),
+        .interruptionBegan(SessionID(3), cause: .microphoneMuted),
         .interruptionEnded(SessionID(3), shouldResume: true),
         .routeChanged(RouteChange(previous: .speaker, current: .headphones, reason: .newDeviceAvailable)),
         .volumeChanged(.system, VolumeStep(clamping: 9), route: .speaker),
@@ -743,10 +744,22 @@ struct ControlCodecTests {
         #expect(try codec.decodeMessage(line.dropLast()) == .event(event))
     }
 
+    @Test("an interruption without a reason is a session's (hushd before R21 sent none); an unknown one is refused")
+    func interruptionReasons() throws {
+        #expect(
+            try codec.decodeMessage(Array(#"{"by":4,"event":"interruption-began","session":3}"#.utf8))
+                == .event(.interruptionBegan(SessionID(3), cause: .session(SessionID(4))))
+        )
+        #expect(throws: (any Error).self) {
+            try codec.decodeMessage(Array(#"{"event":"interruption-began","reason":"lunch","session":3}"#.utf8))
+        }
+    }
+
     @Test("events on the wire look as documented")
     func eventBytes() {
         let expected = [
-            #"{"by":4,"event":"interruption-began","session":3}"#,
+            #"{"by":4,"event":"interruption-began","reason":"session","session":3}"#,
+            #"{"event":"interruption-began","reason":"microphoneMuted","session":3}"#,
             #"{"event":"interruption-ended","session":3,"shouldResume":true}"#,
             #"{"event":"route-changed","previous":"speaker","reason":"newDeviceAvailable","route":"headphones"}"#,
             #"{"event":"volume-changed","kind":"system","route":"speaker","step":9}"#,
@@ -767,7 +780,10 @@ struct ControlCodecTests {
     func fromClientEvents() {
         let change = RouteChange(previous: .headphones, current: .speaker, reason: .oldDeviceUnavailable)
         let pairs: [(ClientEvent, ControlEvent)] = [
-            (.interruptionBegan(SessionID(1), by: SessionID(2)), .interruptionBegan(SessionID(1), by: SessionID(2))),
+            (
+                .interruptionBegan(SessionID(1), cause: .session(SessionID(2))),
+                .interruptionBegan(SessionID(1), cause: .session(SessionID(2)))
+            ),
             (
                 .interruptionEnded(SessionID(1), shouldResume: false),
                 .interruptionEnded(SessionID(1), shouldResume: false)

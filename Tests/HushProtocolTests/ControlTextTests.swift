@@ -359,6 +359,7 @@ struct ControlTextTests {
     func eventText() {
         let expected = [
             "interruption began: session 3, by session 4",
+            "interruption began: session 3, the microphone privacy switch is on",
             "interruption ended: session 3, should resume",
             "route: speaker -> headphones (newDeviceAvailable)",
             "system volume: 9/16 on speaker",
