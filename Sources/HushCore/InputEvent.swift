@@ -18,6 +18,16 @@ public enum MicrophoneSwitchPosition: String, Sendable, Hashable, CaseIterable, 
     public var description: String { rawValue }
 }
 
+/// What reported the microphone privacy switch: the board's switch (a GPIO line, an evdev switch such as
+/// SW_MUTE_DEVICE), or a person at the console.
+public enum MicrophoneSwitchSource: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case gpio, evdev, console
+
+    /// Whether this is the board's own switch, which the console cannot overrule (R21).
+    public var isBoard: Bool { self != .console }
+    public var description: String { rawValue }
+}
+
 /// A volume button.
 public enum VolumeButton: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case up, down
@@ -59,8 +69,9 @@ public enum InputEvent: Hashable, Sendable, CustomStringConvertible {
     case volumeButton(VolumeButton, ButtonTransition)
     case mediaKey(MediaKey)
     case headphones(JackState, source: JackSource)
-    /// The microphone privacy switch moved (evdev SW_MUTE_DEVICE, a GPIO line, or the console).
-    case microphoneSwitch(MicrophoneSwitchPosition)
+    /// The microphone privacy switch moved (evdev SW_MUTE_DEVICE, a GPIO line), or a person at the console moved
+    /// its stand-in.
+    case microphoneSwitch(MicrophoneSwitchPosition, source: MicrophoneSwitchSource)
 
     public var description: String {
         switch self {
@@ -68,7 +79,7 @@ public enum InputEvent: Hashable, Sendable, CustomStringConvertible {
         case .volumeButton(let button, let transition): "\(button) \(transition)"
         case .mediaKey(let key): "media key \(key)"
         case .headphones(let state, let source): "headphones \(state) (reported by \(source))"
-        case .microphoneSwitch(let position): "microphone switch \(position)"
+        case .microphoneSwitch(let position, let source): "microphone switch \(position) (reported by \(source))"
         }
     }
 }

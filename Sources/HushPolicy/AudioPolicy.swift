@@ -17,8 +17,10 @@ public struct AudioPolicy: Sendable {
     /// The latest time the policy was told.
     public private(set) var now: Instant = .zero
     public private(set) var silenceSwitch: SilenceSwitchPosition = .ring
-    /// The microphone privacy switch (R21).
+    /// The microphone privacy switch in force (R21): the board's, or the console's where it muted on its own.
     public private(set) var microphoneSwitch: MicrophoneSwitchPosition = .live
+    /// The board's own switch as last reported (GPIO, evdev); `.live` on a board without one.
+    public private(set) var boardMicrophoneSwitch: MicrophoneSwitchPosition = .live
     public private(set) var jack: JackState = .unplugged
     public private(set) var routeOverride: Route?
     public private(set) var route: Route = .speaker
@@ -127,8 +129,8 @@ public struct AudioPolicy: Sendable {
             mediaKey(key, &out)
         case .input(.headphones(let state, let source)):
             headphones(state, source: source, &out)
-        case .input(.microphoneSwitch(let position)):
-            setMicrophoneSwitch(position, &out)
+        case .input(.microphoneSwitch(let position, let source)):
+            setMicrophoneSwitch(position, source: source, &out)
         case .activate(let id, let client, let configuration):
             activate(id, client: client, configuration, &out)
         case .deactivate(let id, let notifyOthers):
@@ -731,7 +733,39 @@ public struct AudioPolicy: Sendable {
 
     // MARK: - R21 microphone privacy
 
-    private mutating func setMicrophoneSwitch(_ position: MicrophoneSwitchPosition, _ out: inout [Decision]) {
+    private mutating func setMicrophoneSwitch(
+        _ position: MicrophoneSwitchPosition,
+        source: MicrophoneSwitchSource,
+        _ out: inout [Decision]
+    ) {
+        if source.isBoard {
+            let moved = position != boardMicrophoneSwitch
+            boardMicrophoneSwitch = position
+            guard moved else {
+                out.append(
+                    Decision(
+                        .note("the board's microphone switch is already \(position)"),
+                        rule: .r21,
+                        reason: "a repeated report of the switch changes nothing"
+                    )
+                )
+                return
+            }
+        } else if position == .live && boardMicrophoneSwitch == .muted {
+            out.append(
+                Decision(
+                    .reject(
+                        Rejection(
+                            .notPermitted,
+                            "the board's microphone privacy switch is on: only the switch turns the microphone back on"
+                        )
+                    ),
+                    rule: .r21,
+                    reason: "nothing but the switch itself overrules the privacy switch"
+                )
+            )
+            return
+        }
         guard position != microphoneSwitch else {
             out.append(
                 Decision(

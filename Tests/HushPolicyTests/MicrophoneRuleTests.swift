@@ -22,7 +22,7 @@ struct R21MicrophonePrivacy {
     func on() throws {
         var board = try Self.callAndRecorder()
         #expect(board.streamView(2)?.hearsMicrophone == true && board.streamView(3)?.hearsMicrophone == true)
-        let decisions = board.input(.microphoneSwitch(.muted))
+        let decisions = board.input(.microphoneSwitch(.muted, source: .gpio))
         #expect(decisions.first?.command == .muteMicrophone(true) && decisions.first?.rule == .r21)
         let interrupted = decisions.compactMap { decision -> SessionID? in
             guard case .notify(.interruptionBegan(let id, .microphoneMuted)) = decision.command else { return nil }
@@ -43,8 +43,8 @@ struct R21MicrophonePrivacy {
     @Test("off: the interruption ends, not resumable, and the microphone waits for a start")
     func off() throws {
         var board = try Self.callAndRecorder()
-        board.input(.microphoneSwitch(.muted))
-        let decisions = board.input(.microphoneSwitch(.live))
+        board.input(.microphoneSwitch(.muted, source: .gpio))
+        let decisions = board.input(.microphoneSwitch(.live, source: .gpio))
         #expect(decisions.first?.command == .muteMicrophone(false))
         let ended = decisions.filter {
             if case .notify(.interruptionEnded(_, shouldResume: false)) = $0.command { $0.rule == .r21 } else { false }
@@ -65,7 +65,7 @@ struct R21MicrophonePrivacy {
     @Test("nothing a client asks opens a microphone the switch closed")
     func noOverride() throws {
         var board = try Self.callAndRecorder()
-        board.input(.microphoneSwitch(.muted))
+        board.input(.microphoneSwitch(.muted, source: .gpio))
         board.play(101)
         board.stream(3, .stop)
         board.stream(3, .prepare)
@@ -85,8 +85,8 @@ struct R21MicrophonePrivacy {
     @Test("the person's play — the console's, or a media key — is a start")
     func personStarts() throws {
         var board = try Self.callAndRecorder()
-        board.input(.microphoneSwitch(.muted))
-        board.input(.microphoneSwitch(.live))
+        board.input(.microphoneSwitch(.muted, source: .gpio))
+        board.input(.microphoneSwitch(.live, source: .gpio))
         board.play(103)
         #expect(board.streamView(3)?.hearsMicrophone == true)
         #expect(
@@ -102,11 +102,29 @@ struct R21MicrophonePrivacy {
         var board = PolicyHarness()
         board.activate(1, .music, .playback)
         board.play(1)
-        let on = board.input(.microphoneSwitch(.muted))
+        let on = board.input(.microphoneSwitch(.muted, source: .gpio))
         #expect(!on.contains { if case .notify = $0.command { true } else { false } })
         #expect(board.isPlaying(1))
-        let again = board.input(.microphoneSwitch(.muted))
-        #expect(again.map(\.command) == [.note("the microphone switch is already muted")])
+        let again = board.input(.microphoneSwitch(.muted, source: .gpio))
+        #expect(again.map(\.command) == [.note("the board's microphone switch is already muted")])
+    }
+
+    @Test("the console mutes on its own, but never unmutes what the board's switch muted")
+    func console() throws {
+        var board = try Self.callAndRecorder()
+        board.input(.microphoneSwitch(.muted, source: .evdev))
+        let refused = board.input(.microphoneSwitch(.live, source: .console))
+        #expect(board.engine.rejections.last?.code == .notPermitted && refused.first?.rule == .r21)
+        #expect(board.policy.microphoneSwitch == .muted)
+        board.input(.microphoneSwitch(.live, source: .evdev))
+        #expect(board.policy.microphoneSwitch == .live)
+        // The console's own mute: a repeated report of the board's (live) switch does not lift it; the console does.
+        board.input(.microphoneSwitch(.muted, source: .console))
+        #expect(board.policy.microphoneSwitch == .muted)
+        board.input(.microphoneSwitch(.live, source: .evdev))
+        #expect(board.policy.microphoneSwitch == .muted)
+        board.input(.microphoneSwitch(.live, source: .console))
+        #expect(board.policy.microphoneSwitch == .live && !board.engine.microphoneMuted)
     }
 }
 
@@ -166,7 +184,7 @@ struct MicrophonePrivacyProperty {
                 if position == .muted, board.policy.microphoneSwitch == .live {
                     waiting.formUnion(open.filter { board.streams.stream(StreamID($0))?.direction == .capture })
                 }
-                board.input(.microphoneSwitch(position))
+                board.input(.microphoneSwitch(position, source: MicrophoneSwitchSource.allCases.randomElement(using: &rng)!))
             case 8..<28 where open.count < 12:
                 let category = categories.randomElement(using: &rng)!
                 let direction: StreamDirection =
