@@ -37,7 +37,7 @@ final class ConfigurationReader {
             "max_line_bytes", "allowed_uids",
         ],
         "streams": ["max_streams", "max_streams_per_process", "ring_kib_max"],
-        "capture": ["pcm", "periods"],
+        "capture": ["pcm", "periods", "privacy_control"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
         "sounds": ["directories"],
@@ -586,6 +586,9 @@ final class ConfigurationReader {
         if name == .silenceSwitch, codes.count > 1 {
             report(table, "codes", table.entries["codes"], "the silence switch is one switch or key: give one code")
         }
+        if name == .micPrivacy, codes.count > 1 {
+            report(table, "codes", table.entries["codes"], "the microphone privacy switch is one switch: give one code")
+        }
         let grab = boolean(table, "grab")
         let optional = boolean(table, "optional")
         guard let device, !codes.isEmpty else { return nil }
@@ -606,6 +609,9 @@ final class ConfigurationReader {
             "headphones are reported by a switch (SW_…), such as SW_HEADPHONE_INSERT"
         case .mediaKeys:
             "must be one of " + HushdConfiguration.mediaKeyCodes.keys.sorted().joined(separator: ", ")
+        case .micPrivacy:
+            "the microphone privacy switch must be a switch (SW_…), such as SW_MUTE_DEVICE: a key has no position "
+                + "hushd can read at start-up"
         }
     }
 
@@ -914,9 +920,12 @@ final class ConfigurationReader {
         if table.entries["pcm"] == nil, let node = table.entries["periods"] {
             report(table, "periods", node, "needs pcm: the microphone's ALSA PCM (\"\" for none)")
         }
+        let privacyControl = string(table, "privacy_control")
         // "" takes a board profile's microphone away: capture streams get silence.
         guard let pcm, !pcm.isEmpty else { return }
-        configuration.capture = HushdConfiguration.Capture(pcm: pcm, periods: periods)
+        var capture = HushdConfiguration.Capture(pcm: pcm, periods: periods)
+        if let privacyControl { capture.privacyControl = privacyControl.isEmpty ? nil : privacyControl }
+        configuration.capture = capture
     }
 
     private func readState() {

@@ -157,6 +157,8 @@ public struct HushdConfiguration: Sendable, Equatable {
         /// A GPIO line wired to the socket's detect contact.
         case headphoneSense = "headphone_sense"
         case mediaKeys = "media_keys"
+        /// The microphone privacy switch (policy R21): a GPIO line or an evdev switch such as SW_MUTE_DEVICE.
+        case micPrivacy = "mic_privacy"
 
         public var description: String { rawValue }
         public static func < (a: InputName, b: InputName) -> Bool {
@@ -378,10 +380,16 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var pcm: String
         /// `periods`: periods in the capture device's buffer; nil for `[output] periods`.
         public var periods: Int?
+        /// `privacy_control`: the capture card's switch turned off while the microphone privacy switch is on
+        /// (policy R21), where the card has it; nil ("") for none.
+        public var privacyControl: String? = "Capture Switch"
         public init(pcm: String, periods: Int? = nil) {
             self.pcm = pcm
             self.periods = periods
         }
+
+        /// The card `privacyControl` is on: the card of `pcm`, when it names one.
+        public var card: String? { HushdConfiguration.card(ofPCM: pcm) }
     }
 
     /// `[state]`.
@@ -468,6 +476,7 @@ extension HushdConfiguration {
                 case .volumeDown: .volumeButton(.down)
                 case .headphoneJack, .headphoneSwitch, .headphoneSense: .headphoneSense
                 case .mediaKeys: .mediaKey(gpio.mediaKey ?? .playPause)
+                case .micPrivacy: .microphoneSwitch
                 }
             return GPIOInputConfiguration(
                 chip: gpio.chip,
@@ -515,6 +524,8 @@ extension HushdConfiguration {
         case .volumeDown: return isSwitch ? nil : .volumeButton(.down)
         case .headphoneJack, .headphoneSwitch, .headphoneSense: return isSwitch ? .headphoneSwitch : nil
         case .mediaKeys: return mediaKeyCodes[code.name].map { .mediaKey($0) }
+        // A privacy switch must have a position hushd can read at start-up: a key (KEY_MICMUTE) has none.
+        case .micPrivacy: return isSwitch ? .microphoneSwitch(activeValue: 1) : nil
         }
     }
 

@@ -23,6 +23,9 @@ public enum ConsoleRequest: Hashable, Sendable {
     case jack(JackChange, source: JackSource)
     /// A media key.
     case key(MediaKey)
+    /// The microphone privacy switch's stand-in: on closes the microphone; off lifts only the console's own
+    /// closing, never the board's switch (policy R21).
+    case privacy(SwitchPosition)
 
     // MARK: Settings
     /// Show (nil) or change the system or ringer volume.
@@ -205,8 +208,8 @@ public enum ConsoleRequest: Hashable, Sendable {
             contexts: [.policy, .scenario]
         ),
         Form(
-            usage: "silence on|off|toggle",
-            summary: "the silence switch (on: silenced)",
+            usage: "silence|privacy on|off|toggle",
+            summary: "the silence and the microphone privacy switches",
             section: .controls,
             contexts: everywhere
         ),
@@ -240,7 +243,7 @@ public enum ConsoleRequest: Hashable, Sendable {
     package static let words = [
         "status", "sessions", "volume", "ringer", "route", "log", "version", "play", "stop", "activate", "pause",
         "deactivate", "finished", "gone", "silence", "press", "release", "tap", "up", "down", "plug", "unplug",
-        "jack", "key", "wait", "help", "quit",
+        "jack", "key", "privacy", "wait", "help", "quit",
     ]
 
     /// Keys that act at once on an empty line, with the command each stands for. None can begin a command word.
@@ -360,6 +363,13 @@ public enum ConsoleRequest: Hashable, Sendable {
             case "toggle": return .silence(.toggle)
             default: throw SyntaxError(message: "silence takes on, off or toggle, not '\(args[0])'")
             }
+        case "privacy":
+            switch try one(args, verb, "on|off|toggle").lowercased() {
+            case "on": return .privacy(.on)
+            case "off": return .privacy(.off)
+            case "toggle": return .privacy(.toggle)
+            default: throw SyntaxError(message: "privacy takes on, off or toggle, not '\(args[0])'")
+            }
         case "press", "tap":
             let button = try self.button(one(args, verb, "up|down"), verb)
             return verb == "press" ? .press(button) : .tap(button)
@@ -435,6 +445,7 @@ public enum ConsoleRequest: Hashable, Sendable {
         case .tap: "tap"
         case .jack: "jack"
         case .key: "key"
+        case .privacy: "privacy"
         case .volume(.system, _): "volume"
         case .volume: "ringer"
         case .route: "route"
@@ -481,6 +492,14 @@ public enum ConsoleRequest: Hashable, Sendable {
                 case .toggle: policy.silenceSwitch != .silent
                 }
             return [.input(.silenceSwitch(silent ? .silent : .ring))]
+        case .privacy(let position):
+            let muted =
+                switch position {
+                case .on: true
+                case .off: false
+                case .toggle: policy.microphoneSwitch != .muted
+                }
+            return [.input(.microphoneSwitch(muted ? .muted : .live, source: .console))]
         case .press(let button):
             return [.input(.volumeButton(button, .press))]
         case .release(let button?):
@@ -557,7 +576,7 @@ public enum ConsoleRequest: Hashable, Sendable {
             case "volume", "ringer": return ["up", "down"]
             case "press", "tap", "release": return ["up", "down"]
             case "route": return ["speaker", "headphones", "auto"]
-            case "silence": return ["on", "off", "toggle"]
+            case "silence", "privacy": return ["on", "off", "toggle"]
             case "jack": return ["plug", "unplug", "toggle"]
             case "stop": return ["all"]
             case "log": return ["level"]

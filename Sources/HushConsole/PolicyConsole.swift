@@ -140,7 +140,8 @@ package final class PolicyConsole {
         let route = policy.routeOverride == nil ? "\(policy.route) (automatic)" : "\(policy.route) (override)"
         let curve = policy.configuration.curve
         var lines = [
-            "silence switch \(policy.silenceSwitch), headphones \(policy.jack), route \(route)",
+            "silence switch \(policy.silenceSwitch), headphones \(policy.jack), route \(route)"
+                + (policy.microphoneSwitch == .muted ? ", microphone MUTED" : ""),
             "system volume \(policy.systemVolume) (\(curve.gain(at: policy.systemVolume))), "
                 + "ringer \(policy.ringerVolume) (\(curve.gain(at: policy.ringerVolume))), "
                 + "buttons control \(policy.buttonTarget)",
@@ -153,6 +154,7 @@ package final class PolicyConsole {
             if session.isInterrupted {
                 line += ", interrupted by " + session.interrupters.map { "\($0.rawValue)" }.joined(separator: ", ")
             }
+            if let block = session.microphoneBlock { line += ", microphone off: \(block)" }
             lines.append(line)
         }
         return lines

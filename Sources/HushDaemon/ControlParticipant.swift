@@ -342,6 +342,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 state: state,
                 pausedBy: pausedBy,
                 interruptedBy: record.interrupters,
+                microphoneBlocked: record.microphoneBlock?.rawValue,
                 sound: sounds[record.id]
             )
         }
@@ -349,6 +350,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             version: Hushd.version,
             uptimeSeconds: daemon.elapsed(daemon.clock.now()),
             silenceSwitch: policy.silenceSwitch,
+            microphoneSwitch: policy.microphoneSwitch,
             jack: policy.jack,
             route: policy.route,
             routeOverridden: policy.routeOverride != nil,

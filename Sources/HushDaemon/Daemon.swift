@@ -172,6 +172,7 @@ package final class Daemon {
             }
             microphone = feeder
             captureRouter = CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames)
+            captureRouter.muted.store(audio.policy.microphoneSwitch == .muted, ordering: .relaxed)
             logger.info(
                 "microphone \(pcm): \(feeder.granted.sampleRate) Hz, \(feeder.granted.channels) ch"
             )
@@ -279,6 +280,17 @@ package final class Daemon {
 
     private func announce(_ made: [Decision], cause: String, at time: Instant) {
         for decision in made {
+            // R21 before anything is said: the capture router's own gate, below every stream's, closes (or opens)
+            // from the audio thread's next period.
+            if case .muteMicrophone(let muted) = decision.command {
+                captureRouter.muted.store(muted, ordering: .relaxed)
+                let text =
+                    muted
+                    ? "microphone privacy switch on: no application hears the microphone [R21] (after: \(cause))"
+                    : "microphone privacy switch off: each recorder hears the microphone again once it is started "
+                        + "again [R21] (after: \(cause))"
+                logger.notice("\(text)")
+            }
             logger.info("[\(decision.rule.rawValue)] \(decision.command) — \(decision.reason) (after: \(cause))")
             if case .selectRoute(let route) = decision.command { router.switchOutput(to: route) }
         }

@@ -154,7 +154,8 @@ package final class DaemonConsole: LoopParticipant {
         case .silence, .press, .release, .tap, .jack:
             guard standIns else { return [notStandIn(command)] }
             return events(command, policy)
-        case .key, .volume, .route, .play, .pause, .finished, .clientGone, .wait:
+        case .key, .privacy, .volume, .route, .play, .pause, .finished, .clientGone, .wait:
+            // The privacy stand-in works on every board: R21 lets it close the microphone, never open the switch.
             return events(command, policy)
         }
     }
@@ -170,6 +171,7 @@ package final class DaemonConsole: LoopParticipant {
     private func cause(of event: PolicyEvent) -> String {
         switch event {
         case .input(.silenceSwitch): "silence switch"
+        case .input(.microphoneSwitch(let position, _)): "privacy \(position == .muted ? "on" : "off")"
         case .input(.volumeButton(let button, .press)): "\(button) pressed"
         case .input(.volumeButton(let button, .release)): "\(button) released"
         case .input(.headphones(let state, _)): "headphones \(state == .plugged ? "plugged" : "unplugged")"

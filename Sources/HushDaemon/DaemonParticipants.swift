@@ -148,6 +148,79 @@ final class RouteSwitches {
     }
 }
 
+/// The capture card's own switch (`[capture] privacy_control`, "Capture Switch"), turned off while the microphone
+/// privacy switch is on (R21) and put back as it was when the switch opens: the codec stops listening too. hushd's
+/// own gate holds without it, so a card without the control is said once, at notice level, and is no error.
+final class CaptureCardSwitch {
+    /// Reads the control's value, nil when the card has no such control; writes a value to all its channels.
+    struct Control {
+        var read: () throws(HardwareError) -> Int?
+        var write: (Int) throws(HardwareError) -> Void
+    }
+    let card: String
+    let element: ALSAElementName
+    unowned let daemon: Daemon
+    private let control: Control
+    /// The value found before hushd turned it off, to put back.
+    private var saved: Int?
+    private var reportedMissing = false
+
+    init(card: String, element: ALSAElementName, daemon: Daemon, control: Control) {
+        self.card = card
+        self.element = element
+        self.daemon = daemon
+        self.control = control
+        daemon.decisionSinks.append { [unowned self] batch in
+            for decision in batch.decisions {
+                if case .muteMicrophone(let muted) = decision.command { apply(muted: muted) }
+            }
+        }
+        // The switch read at start-up came before this existed.
+        if daemon.audio.policy.microphoneSwitch == .muted { apply(muted: true) }
+    }
+
+    /// The real control, through the card's control interface, as `amixer cset` would.
+    static func alsa(card: String, element: ALSAElementName) -> Control {
+        Control(
+            read: { () throws(HardwareError) -> Int? in
+                let client = try ALSAElementClient(card: card)
+                guard client.info(element) != nil else { return nil }
+                return try client.read(element)
+            },
+            write: { (value) throws(HardwareError) in try ALSAElementClient(card: card).set(element, to: value) }
+        )
+    }
+
+    func apply(muted: Bool) {
+        let what = "\(element) on card '\(card)'"
+        do {
+            if muted {
+                guard let value = try control.read() else {
+                    if !reportedMissing {
+                        daemon.logger.notice(
+                            "microphone privacy: card '\(card)' has no \(element); hushd's own silence holds [R21]"
+                        )
+                    }
+                    reportedMissing = true
+                    return
+                }
+                saved = value
+                try control.write(0)
+                daemon.logger.notice("microphone privacy: \(what) off [R21]")
+            } else if let value = saved {
+                try control.write(value)
+                saved = nil
+                daemon.logger.notice("microphone privacy: \(what) back \(value == 0 ? "off" : "on"), as it was [R21]")
+            }
+        } catch {
+            let text =
+                "microphone privacy: \(what) left as it was (wanted \(muted ? "off" : "on")): \(error.description); "
+                + "hushd's own silence still holds [R21]"
+            daemon.logger.error("\(text)")
+        }
+    }
+}
+
 /// The alert light (`[outputs.alert_led]`), lit and put out as the policy decides (R16). Put out when hushd stops,
 /// so a light left on means hushd is still running.
 final class AlertLight {

@@ -74,6 +74,16 @@ final class DaemonRunner {
             daemon: daemon,
             setter: RouteSwitches.alsa
         )
+        let captureSwitch = configuration.capture.flatMap { capture -> CaptureCardSwitch? in
+            guard let card = capture.card, let name = capture.privacyControl else { return nil }
+            let element = ALSAElementName(name)
+            return CaptureCardSwitch(
+                card: card,
+                element: element,
+                daemon: daemon,
+                control: CaptureCardSwitch.alsa(card: card, element: element)
+            )
+        }
         let alertLight = openAlertLight(daemon)
         teardown.add { alertLight?.set(false) }
         if let card = configuration.alsaControlsCard {
@@ -124,7 +134,7 @@ final class DaemonRunner {
         notifier.stopping()
         logger.notice("stopping: closing the socket and the output, saving the state")
         stopped = true
-        withExtendedLifetime(routeSwitches) {}
+        withExtendedLifetime((routeSwitches, captureSwitch)) {}
         return status
     }
 

@@ -40,6 +40,7 @@ package enum MonitorText {
                 "ringer \(policy.ringerVolume.rawValue)\(steps)",
             ]
             if policy.buttonTarget == .ringer { parts.append(short ? "btn: ringer" : "buttons: ringer") }
+            if policy.microphoneSwitch == .muted { parts.append("MIC MUTED") }
             let count = policy.sessions.count
             parts.append(
                 short ? "\(playing)/\(count) playing" : "\(count) session\(count == 1 ? "" : "s"), \(playing) playing"
@@ -83,7 +84,10 @@ package enum MonitorText {
             ? "none configured" : daemon.microphone == nil ? "NOT OPEN (\(daemon.setup.capturePCM ?? ""))" : "nobody"
         lines.append("streams         \(streams.streams) from applications (the hush ALSA device)")
         lines.append(
-            "microphone      " + (streams.microphone.isEmpty ? microphone : streams.microphone.joined(separator: ", "))
+            "microphone      "
+                + (policy.microphoneSwitch == .muted
+                    ? "MUTED by the privacy switch (\(daemon.setup.capturePCM ?? "none configured"))"
+                    : streams.microphone.isEmpty ? microphone : streams.microphone.joined(separator: ", "))
         )
         if policy.sessions.isEmpty { lines.append("no sessions") }
         // 24 lines in all: the sessions that fit, or one line fewer and a count of the rest.
@@ -94,6 +98,7 @@ package enum MonitorText {
             if session.isInterrupted {
                 line += ", interrupted by " + session.interrupters.map { "\($0.rawValue)" }.joined(separator: ", ")
             }
+            if let block = session.microphoneBlock { line += ", microphone off: \(block)" }
             lines.append(line)
         }
         if shown < policy.sessions.count { lines.append("… and \(policy.sessions.count - shown) more sessions") }

@@ -32,6 +32,8 @@ package enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
     case mediaKey(MediaKey)
     /// Active = headphones plugged.
     case headphoneSense
+    /// Active = the microphone privacy switch is on: no client hears the microphone (policy R21).
+    case microphoneSwitch
 
     /// The input event for the line being `active`, or nil when that edge means nothing (a media key's release).
     package func event(active: Bool) -> InputEvent? {
@@ -40,13 +42,14 @@ package enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
         case .volumeButton(let button): .volumeButton(button, active ? .press : .release)
         case .mediaKey(let key): active ? .mediaKey(key) : nil
         case .headphoneSense: .headphones(active ? .plugged : .unplugged, source: .gpio)
+        case .microphoneSwitch: .microphoneSwitch(active ? .muted : .live, source: .gpio)
         }
     }
 
     /// Whether the line's position at start-up is reported (switches and jack), or not (buttons).
     package var reportsInitialState: Bool {
         switch self {
-        case .silenceSwitch, .headphoneSense: true
+        case .silenceSwitch, .headphoneSense, .microphoneSwitch: true
         case .volumeButton, .mediaKey: false
         }
     }
@@ -57,6 +60,7 @@ package enum GPIOInputRole: Hashable, Sendable, CustomStringConvertible {
         case .volumeButton(let button): "\(button) button"
         case .mediaKey(let key): "\(key) key"
         case .headphoneSense: "headphone sense"
+        case .microphoneSwitch: "microphone privacy switch"
         }
     }
 }

@@ -15,11 +15,14 @@ package enum EvdevRole: Hashable, Sendable, CustomStringConvertible {
     case headphoneSwitch
     /// A switch such as SW_MUTE_DEVICE from a gpio-keys overlay; `activeValue` is the value that means silent.
     case silenceSwitch(activeValue: Int32)
+    /// The microphone privacy switch (SW_MUTE_DEVICE, the kernel's "device disabled" switch, or any switch code);
+    /// `activeValue` is the value that means muted (policy R21).
+    case microphoneSwitch(activeValue: Int32)
 
     /// Whether the code has a position (a switch) that is read from the device at start-up and after a reconnect.
     package var isSwitch: Bool {
         switch self {
-        case .headphoneSwitch, .silenceSwitch: true
+        case .headphoneSwitch, .silenceSwitch, .microphoneSwitch: true
         case .volumeButton, .mediaKey, .muteKey: false
         }
     }
@@ -31,6 +34,7 @@ package enum EvdevRole: Hashable, Sendable, CustomStringConvertible {
         case .muteKey: "mute key"
         case .headphoneSwitch: "headphone switch"
         case .silenceSwitch(let activeValue): "silence switch (silent at \(activeValue))"
+        case .microphoneSwitch(let activeValue): "microphone privacy switch (muted at \(activeValue))"
         }
     }
 }
@@ -89,7 +93,7 @@ package struct EvdevEventTranslator: Hashable, Sendable {
             guard value == 1 else { return nil }
             mutePosition = mutePosition == .ring ? .silent : .ring
             return .silenceSwitch(mutePosition)
-        case .headphoneSwitch, .silenceSwitch:
+        case .headphoneSwitch, .silenceSwitch, .microphoneSwitch:
             guard !autoRepeat else { return nil }
             reportedSwitches[code] = value
             return Self.position(role, value: value)
@@ -179,6 +183,8 @@ package struct EvdevEventTranslator: Hashable, Sendable {
         switch role {
         case .headphoneSwitch: .headphones(value != 0 ? .plugged : .unplugged, source: .evdev)
         case .silenceSwitch(let activeValue): .silenceSwitch(value == activeValue ? .silent : .ring)
+        case .microphoneSwitch(let activeValue):
+            .microphoneSwitch(value == activeValue ? .muted : .live, source: .evdev)
         case .volumeButton, .mediaKey, .muteKey: nil
         }
     }

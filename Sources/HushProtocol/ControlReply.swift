@@ -124,6 +124,8 @@ extension VolumeKind: Codable {}
 extension Bus: Codable {}
 extension HushCore.Category: Codable {}
 extension SilenceSwitchPosition: Codable {}
+extension MicrophoneSwitchPosition: Codable {}
+extension SessionMode: Codable {}
 extension JackState: Codable {}
 extension RouteChangeReason: Codable {}
 extension MediaKey: Codable {}

@@ -166,6 +166,7 @@ public struct ControlRequest: Hashable, Sendable {
             members["category"] = .string(configuration.category.rawValue)
             members["options"] = .array(configuration.options.names.map { .string($0) })
             if configuration.transient { members["transient"] = .bool(true) }
+            if configuration.mode != .default { members["mode"] = .string(configuration.mode.rawValue) }
             if let name { members["name"] = .string(name) }
         case .play(let session, let sound, let loop):
             members["session"] = .number(Double(session.rawValue))
@@ -197,6 +198,7 @@ public struct ControlRequest: Hashable, Sendable {
             if let bus = stream.bus { members["bus"] = .string(bus.rawValue) }
             if !stream.options.isEmpty { members["options"] = .array(stream.options.names.map { .string($0) }) }
             if stream.transient { members["transient"] = .bool(true) }
+            if stream.mode != .default { members["mode"] = .string(stream.mode.rawValue) }
             if let name = stream.name { members["name"] = .string(name) }
             if let session = stream.session { members["session"] = .number(Double(session.rawValue)) }
             members["rate"] = .number(Double(stream.rate))

@@ -7,6 +7,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
     /// Seconds since hushd started.
     public var uptimeSeconds: Double
     public var silenceSwitch: SilenceSwitchPosition
+    /// The microphone privacy switch in force (R21); absent from a hushd that does not say.
+    public var microphoneSwitch: MicrophoneSwitchPosition?
     public var jack: JackState
     public var route: String
     /// Whether the route is a person's pick rather than the jack's.
@@ -35,6 +37,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         version: String,
         uptimeSeconds: Double,
         silenceSwitch: SilenceSwitchPosition,
+        microphoneSwitch: MicrophoneSwitchPosition = .live,
         jack: JackState,
         route: Route,
         routeOverridden: Bool,
@@ -54,6 +57,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         self.version = version
         self.uptimeSeconds = (uptimeSeconds * 1000).rounded() / 1000
         self.silenceSwitch = silenceSwitch
+        self.microphoneSwitch = microphoneSwitch
         self.jack = jack
         self.route = route.name
         self.routeOverridden = routeOverridden
@@ -91,6 +95,11 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var category: HushCore.Category
         public var options: [String]
         public var transient: Bool
+        /// What its microphone goes through (R22); absent for `default`.
+        public var mode: SessionMode?
+        /// Why a recording session does not hear the microphone though it may play (R21): privacySwitch, or
+        /// awaitingStart after the switch was turned off; absent otherwise.
+        public var microphoneBlocked: String?
         /// idle, playing, paused or stopped.
         public var state: String
         /// Why a paused session is paused: user, routeChange or interruption.
@@ -111,6 +120,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             state: String,
             pausedBy: String? = nil,
             interruptedBy: [SessionID] = [],
+            microphoneBlocked: String? = nil,
             sound: String? = nil
         ) {
             self.id = id.rawValue
@@ -123,6 +133,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             category = configuration.category
             options = configuration.options.names
             transient = configuration.transient
+            mode = configuration.mode == .default ? nil : configuration.mode
+            self.microphoneBlocked = microphoneBlocked
             self.state = state
             self.pausedBy = pausedBy
             self.interruptedBy = interruptedBy.map(\.rawValue)
@@ -212,6 +224,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var direction: StreamDirection
         public var category: HushCore.Category
         public var bus: Bus
+        /// Its session's mode (R22); absent for `default`.
+        public var mode: SessionMode?
         public var rate: Int
         public var channels: Int
         public var format: StreamSampleFormat
@@ -273,6 +287,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.direction = direction
             category = configuration.category
             bus = configuration.bus
+            mode = configuration.mode == .default ? nil : configuration.mode
             self.rate = rate
             self.channels = channels
             self.format = format

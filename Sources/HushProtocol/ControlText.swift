@@ -82,6 +82,12 @@ public enum ControlText {
         } else if let cause = session.pausedBy, state == "paused" {
             state += " (\(cause))"
         }
+        if let mode = session.mode, mode != .default { state += ", \(mode)" }
+        switch session.microphoneBlocked {
+        case "privacySwitch": state += ", mic muted"
+        case "awaitingStart": state += ", mic waits for a start"
+        default: break
+        }
         return pad("\(session.id)", 4, right: true) + pad("\(session.client)", 7, right: true)
             + pad(session.pid.map { "\($0)" } ?? "-", 7, right: true)
             + pad(session.uid.map { "\($0)" } ?? "-", 6, right: true) + "  " + pad(session.bus.rawValue, 7)
@@ -115,7 +121,8 @@ public enum ControlText {
             let name = stream.name.map { printable(String($0.prefix(16))) + ", " } ?? ""
             return "stream \(id) (\(name)pid \(stream.pid))"
         }
-        let heard = "heard by " + (holders.isEmpty ? "nobody" : holders.joined(separator: ", "))
+        var heard = "heard by " + (holders.isEmpty ? "nobody" : holders.joined(separator: ", "))
+        if status.microphoneSwitch == .muted { heard = "MUTED by the privacy switch: heard by nobody" }
         guard let capture = status.capture else {
             return holders.isEmpty ? "none ([capture] pcm is not set): capture streams get silence" : heard
         }

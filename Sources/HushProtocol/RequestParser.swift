@@ -102,11 +102,13 @@ struct RequestParser {
             )
             let options = try options() ?? []
             let transient = try optionalBool("transient") ?? false
+            let mode = try mode() ?? .default
             let configuration = SessionConfiguration(
                 bus: bus,
                 category: category,
                 options: options,
-                transient: transient
+                transient: transient,
+                mode: mode
             )
             return .activate(configuration, name: try optionalString("name"))
         case "play":
@@ -260,12 +262,16 @@ struct RequestParser {
         let bus: Bus? = try optional("bus", names: Bus.allCases.map(\.rawValue), Bus.init(rawValue:))
         let options = try options()
         let transient = try optionalBool("transient")
+        let mode = try mode()
         let name = try optionalString("name")
         let session = try optionalSession()
         if session != nil {
             // Joining a session takes it as it is; these describe a session to activate.
-            for (field, given) in [("bus", bus != nil), ("options", options != nil), ("transient", transient != nil)]
-            where given {
+            let given = [
+                ("bus", bus != nil), ("options", options != nil), ("transient", transient != nil),
+                ("mode", mode != nil),
+            ]
+            for (field, given) in given where given {
                 throw ControlError(
                     .conflictingFields,
                     "open-stream with 'session' joins that session as it is; '\(field)' is for a session it "
@@ -310,6 +316,7 @@ struct RequestParser {
             bus: bus,
             options: options ?? [],
             transient: transient ?? false,
+            mode: mode ?? .default,
             name: name,
             session: session,
             rate: rate,
@@ -321,6 +328,11 @@ struct RequestParser {
     }
 
     // MARK: Fields
+
+    /// `mode`: a session mode (R22), if given.
+    private mutating func mode() throws(ControlError) -> SessionMode? {
+        try optional("mode", names: SessionMode.allCases.map(\.rawValue), SessionMode.init(rawValue:))
+    }
 
     private mutating func take(_ field: String) -> JSONValue? {
         used.insert(field)

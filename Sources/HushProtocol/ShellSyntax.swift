@@ -25,7 +25,7 @@ public enum ShellSyntax {
     }
 
     public static let help = """
-        activate BUS CATEGORY [mix] [duck] [transient] [name=NAME]
+        activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [name=NAME]
                                  BUS: effect music ringer; CATEGORY: ambient soloAmbient playback record
                                  playAndRecord; replies with the session's id
         play SESSION FILE [loop] play a sound file (a path on hushd's machine) in a session
@@ -86,7 +86,7 @@ public enum ShellSyntax {
             return .wait(milliseconds)
         case "activate":
             guard rest.count >= 2 else {
-                throw ShellError("activate BUS CATEGORY [mix] [duck] [transient] [name=NAME]")
+                throw ShellError("activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [name=NAME]")
             }
             guard let bus = Bus(rawValue: rest[0]) else {
                 throw ShellError("'\(rest[0])' is not a bus; buses: effect, music, ringer")
@@ -105,7 +105,16 @@ public enum ShellSyntax {
                 case "duck", "duckOthers": configuration.options.insert(.duckOthers)
                 case "transient": configuration.transient = true
                 case _ where word.hasPrefix("name="): sessionName = String(word.dropFirst(5))
-                default: throw ShellError("'\(word)' is not an option; options: mix, duck, transient, name=NAME")
+                case _ where word.hasPrefix("mode="):
+                    guard let mode = SessionMode(rawValue: String(word.dropFirst(5))) else {
+                        throw ShellError(
+                            "'\(word.dropFirst(5))' is not a mode; modes: "
+                                + SessionMode.allCases.map(\.rawValue).joined(separator: ", ")
+                        )
+                    }
+                    configuration.mode = mode
+                default:
+                    throw ShellError("'\(word)' is not an option; options: mix, duck, transient, mode=MODE, name=NAME")
                 }
             }
             return .request(.activate(configuration, name: sessionName))

@@ -13,6 +13,8 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
     public var bus: Bus?
     public var options: CategoryOptions
     public var transient: Bool
+    /// The session's mode (R22): `MODE=` on the device; `hush:voice` asks for voiceChat.
+    public var mode: SessionMode
     /// The application's name, for logs and status (the plugin sends the program's).
     public var name: String?
     /// An existing session to join instead of activating one; then `bus`, `options` and `transient` are absent.
@@ -33,6 +35,7 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
         bus: Bus? = nil,
         options: CategoryOptions = [],
         transient: Bool = false,
+        mode: SessionMode = .default,
         name: String? = nil,
         session: SessionID? = nil,
         rate: Int,
@@ -46,6 +49,7 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
         self.bus = bus
         self.options = options
         self.transient = transient
+        self.mode = mode
         self.name = name
         self.session = session
         self.rate = rate
@@ -61,7 +65,8 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
             bus: bus ?? category.defaultBus,
             category: category,
             options: options,
-            transient: transient
+            transient: transient,
+            mode: mode
         )
     }
 
@@ -98,6 +103,8 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
         public var category: HushCore.Category
         /// nil: the device names no bus, and hushd picks the category's (``HushCore/Category/defaultBus``).
         public var bus: Bus?
+        /// The mode the name asks for when `MODE=` gives none.
+        public var mode: SessionMode = .default
     }
 
     /// The `hush` device's CATEGORY names (deploy/alsa/50-hush.conf, docs/applications.md): each category as hushd
@@ -109,7 +116,7 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
             DeviceName(name: "effects", category: .ambient, bus: .effect),
             DeviceName(name: "ringtone", category: .soloAmbient, bus: .ringer),
             DeviceName(name: "alarm", category: .playback, bus: .ringer),
-            DeviceName(name: "voice", category: .playAndRecord, bus: .music),
+            DeviceName(name: "voice", category: .playAndRecord, bus: .music, mode: .voiceChat),
         ]
 }
 

@@ -22,6 +22,9 @@ public final class CaptureRouter: @unchecked Sendable {
     public let microphone: SampleRing?
     private let scratch: UnsafeMutablePointer<Float>
     private let maxFrames: Int
+    /// Control side → audio thread: the microphone privacy switch (policy R21). While set, every consumer is handed
+    /// silence from the next period, whatever it is allowed: the one gate below every other.
+    public let muted = Atomic<Bool>(false)
     /// The consumers the audio thread hands periods to, as it last counted them: readable from either side.
     private let consumers = Atomic<Int>(0)
     /// Control side: streams added and not yet confirmed released.
@@ -129,7 +132,8 @@ public final class CaptureRouter: @unchecked Sendable {
             let got = microphone.available >= frames ? microphone.read(into: scratch, frames: frames) : 0
             if got < frames { microphone.countUnderflow(frames) }
             (scratch + got * channels).update(repeating: 0, count: (frames - got) * channels)
-            source = UnsafePointer(scratch)
+            // Read and thrown away while muted, so the microphone stays fresh for when the switch opens.
+            if !muted.load(ordering: .relaxed) { source = UnsafePointer(scratch) }
         }
         for index in 0..<count {
             guard let pointer = slots[index] else { continue }

@@ -49,23 +49,26 @@
 #define HUSH_MAX_FRAME_BYTES (4u * HUSH_WIRE_MAX_CHANNELS)
 #define HUSH_MIN_FRAME_BYTES 2u
 
-/* Categories as hushd spells them, and the aliases that pick a category and a bus. */
+/* Categories as hushd spells them, and the aliases that pick a category, a bus and a mode. */
 static const struct {
     const char *name;
     const char *category;
-    const char *bus; /* NULL: hushd's default rule */
+    const char *bus;  /* NULL: hushd's default rule */
+    const char *mode; /* NULL: default */
 } categories[] = {
-    {"ambient", "ambient", NULL},
-    {"soloAmbient", "soloAmbient", NULL},
-    {"playback", "playback", NULL},
-    {"record", "record", NULL},
-    {"playAndRecord", "playAndRecord", NULL},
-    {"music", "playback", "music"},
-    {"effects", "ambient", "effect"},
-    {"ringtone", "soloAmbient", "ringer"},
-    {"alarm", "playback", "ringer"},
-    {"voice", "playAndRecord", "music"},
+    {"ambient", "ambient", NULL, NULL},
+    {"soloAmbient", "soloAmbient", NULL, NULL},
+    {"playback", "playback", NULL, NULL},
+    {"record", "record", NULL, NULL},
+    {"playAndRecord", "playAndRecord", NULL, NULL},
+    {"music", "playback", "music", NULL},
+    {"effects", "ambient", "effect", NULL},
+    {"ringtone", "soloAmbient", "ringer", NULL},
+    {"alarm", "playback", "ringer", NULL},
+    {"voice", "playAndRecord", "music", "voiceChat"},
 };
+/* Session modes as hushd spells them (policy R22). */
+static const char *const modes[] = {"default", "voiceChat", "measurement"};
 #define CATEGORY_NAMES \
     "ambient, soloAmbient, playback, record, playAndRecord, or an alias: music, effects, ringtone, alarm, voice"
 
@@ -81,6 +84,8 @@ struct hush_pcm {
     bool mix_with_others;
     bool duck_others;
     bool transient;
+    const char *mode; /* NULL: default */
+    bool mode_given;  /* MODE= rather than the alias's */
     char name[256];
     bool has_session;
     uint64_t session;
@@ -329,6 +334,11 @@ static void open_stream_fields(struct hush_line *line, const struct hush_pcm *pc
         hush_line_raw(line, "]");
     }
     if (pcm->transient) hush_line_raw(line, ",\"transient\":true");
+    /* An alias's mode describes a session to activate; MODE= is always sent, so hushd can refuse it with SESSION. */
+    if (pcm->mode && (pcm->mode_given || !pcm->has_session)) {
+        hush_line_raw(line, ",\"mode\":");
+        hush_line_string(line, pcm->mode);
+    }
     hush_line_raw(line, ",\"name\":");
     hush_line_string(line, pcm->name);
     if (pcm->has_session) {
@@ -840,8 +850,9 @@ static int hush_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfds, unsigned
 
 static void hush_dump(snd_pcm_ioplug_t *io, snd_output_t *out) {
     struct hush_pcm *pcm = io->private_data;
-    snd_output_printf(out, "hush: %s, category %s, bus %s, via %s\n", is_playback(pcm) ? "playback" : "capture",
-                      pcm->category, pcm->bus ? pcm->bus : "(hushd's default)", pcm->socket_path);
+    snd_output_printf(out, "hush: %s, category %s, bus %s, mode %s, via %s\n",
+                      is_playback(pcm) ? "playback" : "capture", pcm->category,
+                      pcm->bus ? pcm->bus : "(hushd's default)", pcm->mode ? pcm->mode : "default", pcm->socket_path);
     if (pcm->open) {
         snd_output_printf(out, "hushd stream %" PRIu64 ", ring %u frames, hushd's period %u frames\n",
                           pcm->stream_id, pcm->ring_frames, pcm->period_frames);
@@ -888,11 +899,24 @@ static int parse_category(struct hush_pcm *pcm, const char *text, const char *bu
     for (size_t i = 0; i < sizeof(categories) / sizeof(categories[0]); i++) {
         if (strcasecmp(name, categories[i].name) != 0) continue;
         pcm->category = categories[i].category;
+        pcm->mode = categories[i].mode;
         const char *chosen = bus && bus[0] ? bus : categories[i].bus;
         if (chosen && !(pcm->bus = strdup(chosen))) return -ENOMEM;
         return 0;
     }
     SNDERR("hush: unknown category '%s'; the categories are " CATEGORY_NAMES, name);
+    return -EINVAL;
+}
+
+static int parse_mode(struct hush_pcm *pcm, const char *text) {
+    if (!text || !text[0]) return 0;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        if (strcasecmp(text, modes[i]) != 0) continue;
+        pcm->mode = i == 0 ? NULL : modes[i];
+        pcm->mode_given = true;
+        return 0;
+    }
+    SNDERR("hush: unknown mode '%s'; the modes are default, voiceChat and measurement", text);
     return -EINVAL;
 }
 
@@ -980,9 +1004,9 @@ static int hello(struct hush_pcm *pcm) {
     return request(pcm, &line, id, "hello");
 }
 
-enum { ARG_CATEGORY, ARG_BUS, ARG_OPTIONS, ARG_TRANSIENT, ARG_NAME, ARG_SESSION, ARG_SOCKET, ARG_COUNT };
-static const char *const argument_names[ARG_COUNT] = {"category", "bus", "options", "transient",
-                                                      "name", "session", "socket"};
+enum { ARG_CATEGORY, ARG_BUS, ARG_OPTIONS, ARG_TRANSIENT, ARG_NAME, ARG_SESSION, ARG_SOCKET, ARG_MODE, ARG_COUNT };
+static const char *const argument_names[ARG_COUNT] = {"category", "bus",     "options", "transient",
+                                                      "name",     "session", "socket",  "mode"};
 
 static int configure(struct hush_pcm *pcm, snd_config_t *conf, char **arguments) {
     snd_config_iterator_t i, next;
@@ -996,7 +1020,7 @@ static int configure(struct hush_pcm *pcm, snd_config_t *conf, char **arguments)
             if (strcmp(id, argument_names[a]) == 0) which = a;
         if (which < 0) {
             SNDERR("hush: unknown field '%s'; the fields are category, bus, options, transient, name, session, "
-                   "socket", id);
+                   "socket, mode", id);
             return -EINVAL;
         }
         free(arguments[which]);
@@ -1008,6 +1032,7 @@ static int configure(struct hush_pcm *pcm, snd_config_t *conf, char **arguments)
     }
     int error = parse_category(pcm, arguments[ARG_CATEGORY], arguments[ARG_BUS]);
     if (error == 0) error = parse_options(pcm, arguments[ARG_OPTIONS]);
+    if (error == 0) error = parse_mode(pcm, arguments[ARG_MODE]);
     if (error == 0 && arguments[ARG_TRANSIENT]) error = parse_flag(arguments[ARG_TRANSIENT], &pcm->transient);
     if (error == 0) error = parse_session(pcm, arguments[ARG_SESSION]);
     if (error == 0) set_name(pcm, arguments[ARG_NAME]);

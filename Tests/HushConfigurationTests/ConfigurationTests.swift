@@ -160,7 +160,9 @@ struct ConfigurationTests {
         #expect(builtIn.output.fallbackWAV?.hasSuffix("hushd-output.wav") == true)
         #expect(builtIn.output.fallbackWAV?.hasPrefix("/") == true, "never the current directory (a checkout)")
         #expect(builtIn.routeOrder == [.speaker, .headphones])
-        #expect(builtIn.terminalInputs == [.silenceSwitch, .volumeUp, .volumeDown, .headphoneJack, .mediaKeys])
+        #expect(
+            builtIn.terminalInputs == [.silenceSwitch, .volumeUp, .volumeDown, .headphoneJack, .mediaKeys, .micPrivacy]
+        )
         #expect(builtIn.gpioInputs.isEmpty && builtIn.evdevInputs.isEmpty && builtIn.alsaControlInputs.isEmpty)
         #expect(builtIn.alsaControlsCard == nil)
         #expect(builtIn.console.device == nil)
@@ -189,6 +191,28 @@ struct ConfigurationTests {
     }
 
     // MARK: A file over a board profile
+
+    @Test("the microphone privacy switch: a GPIO line or an evdev switch, read as the R21 switch")
+    func microphonePrivacy() throws {
+        let evdev = try HushdConfiguration.parse(
+            "[inputs.mic_privacy]\nkind = \"evdev\"\ndevice = \"hush-controls\"\ncode = \"SW_MUTE_DEVICE\"\n",
+            file: "hushd.toml"
+        )
+        #expect(evdev.evdevInputs.first?.roles[.muteDevice] == .microphoneSwitch(activeValue: 1))
+        let gpio = try HushdConfiguration.parse(
+            "[inputs.mic_privacy]\nkind = \"gpio\"\nchip = \"gpiochip0\"\nline = 26\n",
+            file: "hushd.toml"
+        )
+        #expect(gpio.gpioInputs.map(\.role) == [.microphoneSwitch])
+        #expect(gpio.gpioInputs.first?.role.event(active: true) == .microphoneSwitch(.muted, source: .gpio))
+        #expect(gpio.gpioInputs.first?.role.reportsInitialState == true, "read at start-up")
+        #expect(throws: (any Error).self) {
+            try HushdConfiguration.parse(
+                "[inputs.mic_privacy]\nkind = \"alsa\"\ncard = \"Loopback\"\n",
+                file: "hushd.toml"
+            )
+        }
+    }
 
     @Test("a short file starts from a profile and changes single keys; a changed kind replaces the input")
     func overridesOverBoard() throws {
@@ -431,6 +455,13 @@ struct ConfigurationTests {
                 [
                     "hushd.toml:4: [inputs.volume_down] code = \"SW_MUTE_DEVICE\": a volume button must be a key "
                         + "(KEY_… or BTN_…), not a switch"
+                ]
+            ),
+            (
+                "[inputs.mic_privacy]\nkind = \"evdev\"\ndevice = \"keys\"\ncode = \"KEY_MICMUTE\"\n",
+                [
+                    "hushd.toml:4: [inputs.mic_privacy] code = \"KEY_MICMUTE\": the microphone privacy switch must be "
+                        + "a switch (SW_…), such as SW_MUTE_DEVICE: a key has no position hushd can read at start-up"
                 ]
             ),
             (

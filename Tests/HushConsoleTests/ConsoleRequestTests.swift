@@ -160,7 +160,7 @@ struct ConsoleRequestTests {
                 error.message
                     == "unknown command 'sesions'; did you mean 'sessions'? Commands: status, sessions, volume, "
                     + "ringer, route, log, version, play, stop, activate, pause, deactivate, silence, press, release, "
-                    + "tap, up, down, plug, unplug, jack, key, help, quit"
+                    + "tap, up, down, plug, unplug, jack, key, privacy, help, quit"
             )
         }
     }
@@ -235,7 +235,8 @@ struct ConsoleRequestTests {
         let examples = [
             "status", "sessions", "volume 3", "ringer 3", "route auto", "log level info", "version", "play 1",
             "stop 1", "activate 1 music playback", "pause 1", "deactivate 1", "finished 1", "gone 1", "silence on",
-            "press up", "release", "tap up", "up", "down", "plug", "unplug", "jack toggle", "key play", "wait 5",
+            "press up", "release", "tap up", "up", "down", "plug", "unplug", "jack toggle", "key play", "privacy on",
+            "wait 5",
             "help", "quit",
         ]
         #expect(Set(examples.map { String($0.split(separator: " ")[0]) }) == Set(ConsoleRequest.words))

@@ -216,6 +216,13 @@ struct EveryKeyTests {
                 accepted: ["2", "4", "16"],
                 refused: ["1", "17", "\"4\""]
             ),
+            KeyCase(
+                key: "capture.privacy_control",
+                template: "[capture]\npcm = \"default\"\nprivacy_control = {}",
+                label: "[capture] privacy_control",
+                accepted: ["\"Capture Switch\"", "\"\""],
+                refused: ["0", "true"]
+            ),
             plain("control", "max_sessions_per_client", ["1", "256"], ["0", "257"]),
             plain("control", "max_line_bytes", ["1024", "16777216"], ["1023", "16777217"]),
             plain("control", "allowed_uids", ["[]", "[0, 1000, 4294967294]"], ["[4294967295]", "[-1]", "1000"]),

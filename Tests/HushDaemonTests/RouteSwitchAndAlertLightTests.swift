@@ -158,3 +158,84 @@ final class RecordingLine: OutputLine {
         values.append(active)
     }
 }
+
+/// The microphone privacy switch carried out (R21): the capture router's own gate and the capture card's switch.
+@Suite("The microphone privacy switch in the daemon", .serialized)
+struct MicrophonePrivacyDaemonTests {
+    @Test("the board's switch read at start-up closes the router's gate and turns the card's switch off, then back")
+    func startsMuted() throws {
+        var setup = Daemon.Setup()
+        setup.output = PlaybackConfiguration(pcm: "hush-no-such-device", periodFrames: 480, periods: 2)
+        setup.fallbackWAV = DaemonTests.temporary("privacy.wav")
+        setup.realtimePriority = 0
+        let privacy = ScriptedState([InputEvent.microphoneSwitch(.muted, source: .gpio)])
+        let daemon = Daemon(setup: setup, inputs: [privacy], clock: SystemClock(), logger: Logger(label: "test"))
+        try daemon.start()
+        defer { daemon.shutDown() }
+        #expect(daemon.audio.policy.microphoneSwitch == .muted)
+        let closed = daemon.captureRouter.muted.load(ordering: .relaxed)
+        #expect(closed, "closed from the audio thread's next period")
+
+        var written: [Int] = []
+        var value = 1
+        let control = CaptureCardSwitch.Control(
+            read: { () throws(HardwareError) -> Int? in value },
+            write: { (new) throws(HardwareError) in
+                written.append(new)
+                value = new
+            }
+        )
+        let cardSwitch = CaptureCardSwitch(
+            card: "Mic",
+            element: ALSAElementName("Capture Switch"),
+            daemon: daemon,
+            control: control
+        )
+        #expect(written == [0], "made after start-up, it still turns the card's switch off")
+        let refused = daemon.handle(.input(.microphoneSwitch(.live, source: .console)))
+        #expect(refused.contains { if case .reject = $0.command { true } else { false } })
+        let stillClosed = daemon.captureRouter.muted.load(ordering: .relaxed)
+        #expect(stillClosed && written == [0], "the console cannot open it")
+        daemon.handle(.input(.microphoneSwitch(.live, source: .gpio)))
+        let open = !daemon.captureRouter.muted.load(ordering: .relaxed)
+        #expect(open)
+        #expect(written == [0, 1], "put back as it was")
+        _ = cardSwitch
+    }
+
+    @Test("a card without the control is said once and is no error; one that was off stays off")
+    func missingOrOff() throws {
+        let daemon = try RouteSwitchAndAlertLightTests.daemon("privacy-missing.wav", plugged: false)
+        defer { daemon.shutDown() }
+        var writes = 0
+        let missing = CaptureCardSwitch(
+            card: "USB",
+            element: ALSAElementName("Capture Switch"),
+            daemon: daemon,
+            control: .init(
+                read: { () throws(HardwareError) -> Int? in nil },
+                write: { _ throws(HardwareError) in writes += 1 }
+            )
+        )
+        var value = 0
+        var written: [Int] = []
+        let off = CaptureCardSwitch(
+            card: "Mic",
+            element: ALSAElementName("Capture Switch"),
+            daemon: daemon,
+            control: .init(
+                read: { () throws(HardwareError) -> Int? in value },
+                write: { (new) throws(HardwareError) in
+                    written.append(new)
+                    value = new
+                }
+            )
+        )
+        daemon.handle(.input(.microphoneSwitch(.muted, source: .evdev)))
+        daemon.handle(.input(.microphoneSwitch(.live, source: .evdev)))
+        daemon.handle(.input(.microphoneSwitch(.muted, source: .evdev)))
+        #expect(writes == 0)
+        #expect(written == [0, 0, 0], "off, back to what it was (off), off")
+        _ = (missing, off)
+    }
+}

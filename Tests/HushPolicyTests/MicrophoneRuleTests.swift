@@ -184,7 +184,9 @@ struct MicrophonePrivacyProperty {
                 if position == .muted, board.policy.microphoneSwitch == .live {
                     waiting.formUnion(open.filter { board.streams.stream(StreamID($0))?.direction == .capture })
                 }
-                board.input(.microphoneSwitch(position, source: MicrophoneSwitchSource.allCases.randomElement(using: &rng)!))
+                board.input(
+                    .microphoneSwitch(position, source: MicrophoneSwitchSource.allCases.randomElement(using: &rng)!)
+                )
             case 8..<28 where open.count < 12:
                 let category = categories.randomElement(using: &rng)!
                 let direction: StreamDirection =

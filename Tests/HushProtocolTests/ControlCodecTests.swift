@@ -311,7 +311,7 @@ struct ControlCodecTests {
             code: .unknownField,
             field: "buss",
             message: "activate takes no field 'buss' (did you mean \"bus\"?); it takes 'bus', 'category', "
-                + "'command', 'id', 'name', 'options', 'transient'"
+                + "'command', 'id', 'mode', 'name', 'options', 'transient'"
         ),
         Refusal(
             line: #"{"command":"status","verbose":true}"#,
@@ -615,8 +615,8 @@ struct ControlCodecTests {
             code: .unknownField,
             field: "periodframes",
             message: "open-stream takes no field 'periodframes' (did you mean \"periodFrames\"?); it takes "
-                + "'bufferFrames', 'bus', 'category', 'channels', 'command', 'direction', 'format', 'id', 'name', "
-                + "'options', 'periodFrames', 'rate', 'session', 'transient'"
+                + "'bufferFrames', 'bus', 'category', 'channels', 'command', 'direction', 'format', 'id', 'mode', "
+                + "'name', 'options', 'periodFrames', 'rate', 'session', 'transient'"
         ),
         Refusal(
             line: #"{"command":"stream","action":"start","id":5}"#,

@@ -13,7 +13,7 @@ struct ControlCodecWireTests {
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 
     static let statusText =
-        #"{"buttonsControl":"system","clients":3,"jack":"plugged","microphone":[],"#
+        #"{"buttonsControl":"system","clients":3,"jack":"plugged","microphone":[],"microphoneSwitch":"live","#
         + #""output":{"channels":2,"latencyMilliseconds":4,"#
         + #""losses":1,"open":true,"pcm":"hw:CARD=Headphones,DEV=0","periodFrames":64,"periods":3,"#
         + #""sampleRate":48000,"xruns":2},"ringerVolume":0,"route":"headphones","routeOverridden":false,"#
@@ -106,7 +106,7 @@ struct ControlCodecWireTests {
     func streamingStatus() throws {
         let line = text(codec.encode(ControlTextTests.streaming))
         #expect(line.contains(#""capture":{"open":true,"pcm":"hw:CARD=Mic,DEV=0"},"clients":3,"#))
-        #expect(line.contains(#""microphone":[5],"output":"#))
+        #expect(line.contains(#""microphone":[5],"microphoneSwitch":"live","output":"#))
         let streams: String =
             #""streams":[{"bus":"music","category":"playback","channels":2,"client":1005,"direction":"playback","#
             + #""format":"S16_LE","id":4,"microphone":false,"name":"aplay","overrunFrames":0,"pid":123,"#

@@ -467,13 +467,16 @@ struct ShellSyntaxTests {
     @Test("mistakes say what was expected")
     func mistakes() {
         let cases = [
-            ("activate music", "activate BUS CATEGORY [mix] [duck] [transient] [name=NAME]"),
+            ("activate music", "activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [name=NAME]"),
             ("activate radio playback", "'radio' is not a bus; buses: effect, music, ringer"),
             (
                 "activate music loud",
                 "'loud' is not a category; categories: ambient, soloAmbient, playback, record, playAndRecord"
             ),
-            ("activate music playback fast", "'fast' is not an option; options: mix, duck, transient, name=NAME"),
+            (
+                "activate music playback fast",
+                "'fast' is not an option; options: mix, duck, transient, mode=MODE, name=NAME"
+            ),
             ("play x a.wav", "'x' is not a session id; give the number activate replied with"),
             ("tone 1 99999", "'99999' is not a frequency; give Hz from 1 to 20000"),
             ("pause", "pause SESSION"), ("deactivate 1 now", "deactivate SESSION [notify]"),

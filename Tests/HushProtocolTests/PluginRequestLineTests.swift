@@ -66,8 +66,13 @@ struct PluginRequestLineTests {
         let output = try Self.run()
         let table = output.filter { $0.hasPrefix("table ") }.map { line -> StreamRequest.DeviceName? in
             let words = line.split(separator: " ").map(String.init)
-            guard words.count == 4, let category = HushCore.Category(rawValue: words[2]) else { return nil }
-            return StreamRequest.DeviceName(name: words[1], category: category, bus: Bus(rawValue: words[3]))
+            guard words.count == 5, let category = HushCore.Category(rawValue: words[2]) else { return nil }
+            return StreamRequest.DeviceName(
+                name: words[1],
+                category: category,
+                bus: Bus(rawValue: words[3]),
+                mode: SessionMode(rawValue: words[4]) ?? .default
+            )
         }
         print(
             "the plugin's table: \(table.compactMap { $0.map { "\($0.name)=\($0.category)/\($0.bus?.rawValue ?? "-")" } })"
@@ -90,6 +95,7 @@ struct PluginRequestLineTests {
                 case .success(let request):
                     #expect(request.category == expected.category, "\(expected.name): \(line)")
                     #expect(request.bus == expected.bus, "\(expected.name): \(line)")
+                    #expect(request.mode == expected.mode, "\(expected.name): \(line)")
                     #expect(request.options == [] && !request.transient && request.session == nil)
                     #expect(request.direction.rawValue == direction)
                     #expect(Self.allowed(direction, expected.category), "\(line) is not refused")
@@ -108,14 +114,18 @@ struct PluginRequestLineTests {
             #"category "ambient" options "duckOthers" transient "no""#,
             #"category "ringtone" bus "music""#,
             #"category "RECORD" session "7""#,
+            #"category "record" mode "MEASUREMENT""#,
+            #"category "voice" mode "default""#,
         ]
         let output = try Self.run(configurations)
         let first = StreamRequest.deviceNames.count + 1
-        let expected: [(HushCore.Category, Bus?, CategoryOptions, Bool, SessionID?)] = [
-            (.playback, .music, [.mixWithOthers, .duckOthers], true, nil),
-            (.ambient, nil, [.duckOthers], false, nil),
-            (.soloAmbient, .music, [], false, nil),
-            (.record, nil, [], false, SessionID(7)),
+        let expected: [(HushCore.Category, Bus?, CategoryOptions, Bool, SessionID?, SessionMode)] = [
+            (.playback, .music, [.mixWithOthers, .duckOthers], true, nil, .default),
+            (.ambient, nil, [.duckOthers], false, nil, .default),
+            (.soloAmbient, .music, [], false, nil, .default),
+            (.record, nil, [], false, SessionID(7), .default),
+            (.record, nil, [], false, nil, .measurement),
+            (.playAndRecord, .music, [], false, nil, .default),
         ]
         for (offset, want) in expected.enumerated() {
             let direction = want.0 == .record ? "capture" : "playback"
@@ -129,7 +139,15 @@ struct PluginRequestLineTests {
             #expect(request.options == want.2, "\(line)")
             #expect(request.transient == want.3, "\(line)")
             #expect(request.session == want.4, "\(line)")
+            #expect(request.mode == want.5, "\(line)")
         }
+    }
+
+    @Test("a mode the plugin does not know is refused at open, naming the modes")
+    func unknownMode() throws {
+        let output = try Self.run([#"category "record" mode "karaoke""#])
+        let number = StreamRequest.deviceNames.count + 1
+        #expect(output.contains("refused \(number) \(EINVAL)"), "\(output.suffix(3))")
     }
 
     @Test("docs/applications.md's table shows each alias with its category and bus")

@@ -125,4 +125,23 @@ struct CaptureRelayTests {
         let dropped = rig.relay.droppedFrames.load(ordering: .relaxed)
         #expect(dropped == 0)
     }
+
+    @Test("the privacy gate (R21): an allowed consumer gets silence from the next period, then live audio again")
+    func privacyGate() throws {
+        let rig = try Rig()
+        rig.relay.allowed.store(true, ordering: .relaxed)
+        for _ in 0..<20 { rig.period() }
+        let gain = rig.period().out / (Float(rig.index - 1) / 1000)
+        rig.router.muted.store(true, ordering: .relaxed)
+        // The period in the mixer was relayed before the gate closed; from the next one on, nothing.
+        var muted: [Float] = []
+        for _ in 0..<50 { muted.append(rig.period().out) }
+        #expect(muted.dropFirst().allSatisfy { $0 == 0 }, "not one sample while muted: \(muted.prefix(4))")
+        let hearing = rig.relay.hearing.load(ordering: .relaxed)
+        #expect(!hearing, "the relay is told it hears silence, though it is allowed")
+        rig.router.muted.store(false, ordering: .relaxed)
+        rig.period()
+        let (out, value) = rig.period()
+        #expect(abs(out / gain - (value - 0.001)) < 1e-4, "live again, the microphone kept fresh meanwhile")
+    }
 }

@@ -6,7 +6,8 @@
  *
  *   hush-request-lines [CONFIGURATION...]
  *
- * Prints `table NAME CATEGORY BUS` for each row of the plugin's table (BUS `-` when it leaves the bus to hushd),
+ * Prints `table NAME CATEGORY BUS MODE` for each row of the plugin's table (BUS `-` when it leaves the bus to hushd,
+ * MODE `-` for the default),
  * then for the device with no arguments, for each name in the table (as `hush:NAME` configures it), and for each
  * CONFIGURATION (the slave's fields, as 50-hush.conf passes them: `category "music" options "duckOthers"`):
  *
@@ -52,8 +53,8 @@ static void print_case(int number, const char *configuration) {
 int main(int argc, char **argv) {
     size_t rows = sizeof(categories) / sizeof(categories[0]);
     for (size_t i = 0; i < rows; i++)
-        printf("table %s %s %s\n", categories[i].name, categories[i].category,
-               categories[i].bus ? categories[i].bus : "-");
+        printf("table %s %s %s %s\n", categories[i].name, categories[i].category,
+               categories[i].bus ? categories[i].bus : "-", categories[i].mode ? categories[i].mode : "-");
     int number = 0;
     print_case(number++, "name \"probe\"");
     for (size_t i = 0; i < rows; i++) {
