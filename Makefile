@@ -2,9 +2,10 @@
 # Both install what is missing (Debian packages), build, and go.
 
 SWIFT ?= swift
-# Debian packages hush builds against (the C libraries' -dev packages; toml++'s is headers only).
+# Debian packages hush builds against (the C libraries' -dev packages; toml++'s is headers only; speexdsp's is for
+# HushVoiceTests only, which measure its echo canceller beside webrtc-audio-processing's).
 APT_PACKAGES := pkg-config libasound2-dev libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev \
-    libtomlplusplus-dev
+    libtomlplusplus-dev libwebrtc-audio-processing-dev libspeexdsp-dev
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 # What the virtual board, the soaks and the faults run: release builds, as on a board (a debug HushMixer renders a
 # period about 200 times slower, and the emulated board would be judged on that; docs/architecture.md).

@@ -9,6 +9,26 @@
 //   HushTesting (deterministic fakes) is used by tests only.
 import PackageDescription
 
+#if canImport(Foundation)
+import Foundation
+#endif
+
+/// webrtc-audio-processing's pkg-config name says its generation: trixie's 1.x is "webrtc-audio-processing-1",
+/// bookworm's 0.3 "webrtc-audio-processing" (Sources/CVoiceProcessing has a branch for each). pkg-config is asked
+/// with the environment the build runs in, so a cross build's PKG_CONFIG_LIBDIR picks its sysroot's.
+let webrtcAudioProcessing: String = {
+    #if os(Linux)
+    let probe = Process()
+    probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    probe.arguments = ["pkg-config", "--exists", "webrtc-audio-processing-1"]
+    if (try? probe.run()) != nil {
+        probe.waitUntilExit()
+        if probe.terminationStatus == 0 { return "webrtc-audio-processing-1" }
+    }
+    #endif
+    return "webrtc-audio-processing"
+}()
+
 let package = Package(
     name: "hush",
     platforms: [.macOS(.v15)],
@@ -27,6 +47,8 @@ let package = Package(
         .library(name: "HushProtocol", targets: ["HushProtocol"]),
         // For the benchmarks' stream figures (hush-mixbench streams, latency).
         .library(name: "HushStreams", targets: ["HushStreams"]),
+        // For the benchmarks' voice figures.
+        .library(name: "HushVoice", targets: ["HushVoice"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -47,6 +69,15 @@ let package = Package(
         // toml++ (libtomlplusplus-dev, header-only C++) behind a plain C API: hushd's configuration parser. Its
         // .cpp says why its checks throw instead of abort.
         .target(name: "CTOMLShim"),
+        // webrtc-audio-processing (libwebrtc-audio-processing-dev: 0.3 on bookworm, 1.x on trixie) behind a plain C
+        // API, one branch per generation: the voice processing of `voiceChat` (echo cancellation, noise suppression,
+        // high-pass, automatic gain). CWebRTCAudioProcessing only carries the library's pkg-config flags to it.
+        .systemLibrary(
+            name: "CWebRTCAudioProcessing",
+            pkgConfig: webrtcAudioProcessing,
+            providers: [.apt(["libwebrtc-audio-processing-dev"])]
+        ),
+        .target(name: "CVoiceProcessing", dependencies: ["CWebRTCAudioProcessing"]),
 
         // MARK: Vocabulary and policy.
         .target(name: "HushCore"),
@@ -75,6 +106,8 @@ let package = Package(
             dependencies: ["CEvdev", "HushCore", .product(name: "Logging", package: "swift-log")]
         ),
         .target(name: "HushAudioFile", dependencies: ["CSndfile", "CSamplerate", "HushCore"]),
+        // The microphone's voice processing (`VoiceProcessor`): run by a thread of its own, never the mixer's.
+        .target(name: "HushVoice", dependencies: ["CVoiceProcessing", "HushCore"]),
 
         // MARK: The real-time mixer: no C library, no allocation or locks on the render path.
         // Built like every other target: no unsafeFlags on a target a product exports (SwiftPM refuses a package
@@ -197,6 +230,14 @@ let package = Package(
             dependencies: ["HushALSA", "HushCore", "HushTesting", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "HushAudioFileTests", dependencies: ["HushAudioFile", "HushCore", "HushTesting"]),
+        // speexdsp's echo canceller (libspeexdsp-dev) is measured beside webrtc's by VoiceCostTests, never shipped.
+        .systemLibrary(
+            name: "CSpeexDSP",
+            path: "Tests/CSpeexDSP",
+            pkgConfig: "speexdsp",
+            providers: [.apt(["libspeexdsp-dev"])]
+        ),
+        .testTarget(name: "HushVoiceTests", dependencies: ["HushVoice", "HushCore", "CSpeexDSP"]),
         .testTarget(
             name: "HushMixerTests",
             dependencies: ["HushMixer", "HushCore", "HushTesting", "CAllocationCounter"]

@@ -52,7 +52,7 @@ for number, line in enumerate(picture.splitlines()):
         if name in targets:
             row_of.setdefault(name, number)
 for name in sorted(targets):
-    if name not in row_of and name not in ("HushTesting", "CAllocationCounter"):
+    if name not in row_of and name not in ("HushTesting", "CAllocationCounter", "CSpeexDSP"):
         failures.append(f"target {name} is not in docs/architecture.md's picture")
 for name, target in sorted(targets.items()):
     if name not in row_of:

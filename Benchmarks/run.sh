@@ -64,3 +64,7 @@ echo "== lines from hushd: written with JSONEncoder, read by hushctl (JSONReader
 echo
 echo "== hushd with nothing to play: CPU and context switches over 30 s, kept warm and idle (Benchmarks/idle.sh) =="
 (cd .. && swift build -c release --product hushd >/dev/null && Benchmarks/idle.sh .build/release/hushd 30)
+
+echo
+echo "== voice processing: webrtc-audio-processing beside speexdsp, CPU per second of voice (HushVoiceTests) =="
+(cd .. && swift test --filter HushVoiceTests.VoiceCostTests 2>&1 | sed -n '/^voice cost/,+2p')

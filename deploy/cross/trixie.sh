@@ -40,12 +40,13 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; ex
 
 # What the chroot holds. Changing this list makes `toolchain` install again (the stamp is this text).
 HOST_PACKAGES="swiftlang git pkgconf g++ binutils-aarch64-linux-gnu libtomlplusplus-dev libasound2-dev \
-libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev"
+libgpiod-dev libevdev-dev libsndfile1-dev libsamplerate0-dev libwebrtc-audio-processing-dev \
+libspeexdsp-dev"
 # The arm64 sysroot; libxml2 and libcurl are for the arm64 Foundation the tests load under qemu (libswiftlang's
 # dependencies).
 ARM64_PACKAGES="libc6-dev:arm64 libstdc++-14-dev:arm64 libtomlplusplus-dev:arm64 libasound2-dev:arm64 \
-libgpiod-dev:arm64 libevdev-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 libxml2:arm64 \
-libcurl4t64:arm64"
+libgpiod-dev:arm64 libevdev-dev:arm64 libsndfile1-dev:arm64 libsamplerate0-dev:arm64 \
+libwebrtc-audio-processing-dev:arm64 libspeexdsp-dev:arm64 libxml2:arm64 libcurl4t64:arm64"
 # Unpacked (dpkg -x), not installed, into /opt/swift-arm64 in the chroot: the arm64 Swift modules and runtime.
 ARM64_UNPACKED="swiftlang:arm64 libswiftlang:arm64"
 recipe="trixie 3 | $HOST_PACKAGES | $ARM64_PACKAGES | $ARM64_UNPACKED"
