@@ -145,7 +145,7 @@ let package = Package(
         // Applications' streams through the `hush` ALSA device: shared memory, the playback voice, capture delivery.
         .target(
             name: "HushStreams",
-            dependencies: ["CHushWire", "CLinux", "HushCore", "HushMixer", "HushAudioFile"]
+            dependencies: ["CHushWire", "CLinux", "HushCore", "HushMixer", "HushAudioFile", "HushSystem", "HushVoice"]
         ),
         .target(
             name: "HushOutput",
@@ -175,7 +175,7 @@ let package = Package(
             dependencies: [
                 "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
                 "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput", "HushControlServer",
-                "HushStreams", "CHushWire",
+                "HushStreams", "HushVoice", "CHushWire",
                 "HushRender", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -275,7 +275,7 @@ let package = Package(
         .testTarget(
             name: "HushStreamsTests",
             dependencies: [
-                "HushStreams", "HushCore", "HushMixer", "HushTesting", "CHushWire", "CAllocationCounter",
+                "HushStreams", "HushCore", "HushMixer", "HushTesting", "HushVoice", "CHushWire", "CAllocationCounter",
             ]
         ),
         .testTarget(

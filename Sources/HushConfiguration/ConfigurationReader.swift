@@ -38,6 +38,7 @@ final class ConfigurationReader {
         ],
         "streams": ["max_streams", "max_streams_per_process", "ring_kib_max"],
         "capture": ["pcm", "periods", "privacy_control"],
+        "voice": ["automatic_gain", "noise_suppression"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
         "sounds": ["directories"],
@@ -93,6 +94,7 @@ final class ConfigurationReader {
         readControl()
         readStreams()
         readCapture()
+        readVoice()
         readState()
         readALSAControls()
         readSounds()
@@ -926,6 +928,13 @@ final class ConfigurationReader {
         var capture = HushdConfiguration.Capture(pcm: pcm, periods: periods)
         if let privacyControl { capture.privacyControl = privacyControl.isEmpty ? nil : privacyControl }
         configuration.capture = capture
+    }
+
+    private func readVoice() {
+        guard let table = section("voice") else { return }
+        checkKeys(table, known: Self.sections["voice"]!)
+        if let on = boolean(table, "automatic_gain") { configuration.voice.automaticGain = on }
+        if let on = boolean(table, "noise_suppression") { configuration.voice.noiseSuppression = on }
     }
 
     private func readState() {

@@ -47,6 +47,8 @@ public struct HushdConfiguration: Sendable, Equatable {
     public var streams = Streams()
     /// `[capture]`: the microphone; nil when `pcm` is not set (capture streams get silence).
     public var capture: Capture?
+    /// `[voice]`: what `voiceChat` runs on the microphone (policy R22).
+    public var voice = Voice()
     /// `[state]`: the state file.
     public var state = State()
     /// `[alsa_controls]`: hushd's volumes as ALSA user controls.
@@ -390,6 +392,15 @@ public struct HushdConfiguration: Sendable, Equatable {
 
         /// The card `privacyControl` is on: the card of `pcm`, when it names one.
         public var card: String? { HushdConfiguration.card(ofPCM: pcm) }
+    }
+
+    /// `[voice]`: echo cancellation and the high-pass filter always run in `voiceChat`; these two may be turned off.
+    public struct Voice: Sendable, Equatable {
+        /// `automatic_gain`: keep the talker's level (webrtc-audio-processing's gain control).
+        public var automaticGain = true
+        /// `noise_suppression`: suppress steady noise (fans, hum).
+        public var noiseSuppression = true
+        public init() {}
     }
 
     /// `[state]`.

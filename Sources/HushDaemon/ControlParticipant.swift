@@ -3,6 +3,7 @@ import HushControlServer
 import HushCore
 import HushProtocol
 import HushSystem
+import HushVoice
 import Logging
 
 #if canImport(Glibc)
@@ -385,7 +386,20 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             clients: server.clients.count,
             streams: streams.entries.values.sorted { $0.id < $1.id }.map(streamStatus),
             microphone: streams.microphoneHolders.map(\.id),
-            capture: daemon.setup.capturePCM.map { ControlStatus.Capture(pcm: $0, open: daemon.microphone != nil) }
+            capture: daemon.setup.capturePCM.map { ControlStatus.Capture(pcm: $0, open: daemon.microphone != nil) },
+            voice: daemon.captureRouter.voicePath.map { path in
+                let statistics = path.statistics
+                return ControlStatus.Voice(
+                    library: VoiceProcessor.libraryGeneration,
+                    active: path.active.load(ordering: .relaxed),
+                    delayMilliseconds: path.delayMilliseconds.load(ordering: .relaxed),
+                    erleDecibels: statistics.echoReturnLossEnhancement,
+                    estimatedDelayMilliseconds: statistics.estimatedDelayMilliseconds,
+                    blocks: path.blocks.load(ordering: .relaxed),
+                    underflows: path.underflows.load(ordering: .relaxed),
+                    unavailable: path.failureDescription
+                )
+            }
         )
     }
 

@@ -5,6 +5,7 @@ import HushOutput
 import HushPolicy
 import HushStreams
 import HushSystem
+import HushVoice
 import Logging
 
 #if canImport(Glibc)
@@ -40,6 +41,8 @@ package final class Daemon {
         package var capturePCM: String?
         /// Periods in the microphone's buffer (`[capture] periods`, else `[output] periods`).
         package var capturePeriods: Int?
+        /// What `voiceChat` runs on the microphone (`[voice]`; policy R22).
+        package var voice = VoiceConfiguration()
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
         package var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
@@ -171,7 +174,13 @@ package final class Daemon {
                 logger.warning("\(text)")
             }
             microphone = feeder
-            captureRouter = CaptureRouter(microphone: feeder.ring, maxFrames: format.maxFrames)
+            captureRouter = CaptureRouter(
+                microphone: feeder.ring,
+                maxFrames: format.maxFrames,
+                voicePath: openVoicePath(),
+                mix: audio.engine.lastMix,
+                mixChannels: format.channels
+            )
             captureRouter.muted.store(audio.policy.microphoneSwitch == .muted, ordering: .relaxed)
             logger.info(
                 "microphone \(pcm): \(feeder.granted.sampleRate) Hz, \(feeder.granted.channels) ch"
@@ -183,6 +192,44 @@ package final class Daemon {
                 + "with a [capture] pcm that opens (check it against 'arecord -L')"
             logger.error("\(text)")
         }
+    }
+
+    /// The voice path of `voiceChat` (R22) and its thread, idle until a voiceChat stream runs; nil (said why) when
+    /// the mixer's rate is not one webrtc-audio-processing takes or the thread cannot start.
+    private func openVoicePath() -> VoicePath? {
+        let format = audio.engine.format
+        do throws(VoiceProcessorError) {
+            let path = try VoicePath(
+                sampleRate: format.sampleRate,
+                maxFrames: format.maxFrames,
+                configuration: setup.voice
+            )
+            do {
+                // Below the audio and capture threads: its deadline is the cushion, not the period.
+                let refused = try path.start(realtimePriority: max(0, setup.realtimePriority - 10))
+                if refused != 0 {
+                    logger.info("voice processing: no real-time priority (\(String(cString: strerror(refused))))")
+                }
+            } catch {
+                logger.error("voice processing: \(error.description); voiceChat streams get the microphone unprocessed")
+                return nil
+            }
+            return path
+        } catch {
+            logger.warning(
+                "voice processing: \(error.description); voiceChat streams get the microphone unprocessed (R22)"
+            )
+            return nil
+        }
+    }
+
+    /// The delay between a period's mix and the microphone frames read in the same period that hold its echo, ms:
+    /// the output device's queue, then the microphone's device period and what waited in its ring.
+    package var voiceDelayMilliseconds: Int {
+        let rate = Double(audio.engine.format.sampleRate)
+        let output = Double(outputQueuedFrames) / rate * 1000
+        let capture = Double(setup.output.periodFrames + captureRouter.microphoneQueuedFrames) / rate * 1000
+        return Int((output + capture).rounded())
     }
 
     /// Says once that the microphone was lost (its reads fail: closed, and opened again every 250 ms) and once
@@ -227,6 +274,7 @@ package final class Daemon {
 
     /// Stops the audio thread and closes the device.
     package func shutDown() {
+        captureRouter.voicePath?.stop()
         router.stop()
         microphone?.stop()
     }

@@ -1,5 +1,6 @@
 import HushConfiguration
 import HushCore
+import HushVoice
 
 extension HushdConfiguration {
     /// The daemon's parts from this configuration; `persisted` comes from the state file.
@@ -16,6 +17,8 @@ extension HushdConfiguration {
         setup.maxSessionsPerClient = control.maxSessionsPerClient
         setup.capturePCM = capture?.pcm
         setup.capturePeriods = capture?.periods
+        setup.voice.automaticGain = voice.automaticGain
+        setup.voice.noiseSuppression = voice.noiseSuppression
         return setup
     }
 }

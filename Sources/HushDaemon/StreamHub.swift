@@ -5,6 +5,7 @@ import HushOutput
 import HushPolicy
 import HushProtocol
 import HushStreams
+import HushVoice
 import Logging
 
 #if canImport(Glibc)
@@ -20,6 +21,8 @@ protocol StreamHost: AnyObject {
     var outputPeriodFrames: Int? { get }
     /// Frames queued in the output device now (a playback stream's delay counts them).
     var outputQueuedFrames: Int { get }
+    /// The voice path's echo delay, ms (``Daemon/voiceDelayMilliseconds``).
+    var voiceDelayMilliseconds: Int { get }
     /// Hands the microphone (or silence) to capture streams on the audio thread.
     var captureRouter: CaptureRouter { get }
     var logger: Logger { get }
@@ -96,6 +99,7 @@ final class StreamHub {
     private let microphoneChanged: (Bool) -> Void
     /// Whether any stream hears the microphone (the microphone light).
     private(set) var microphoneInUse = false
+    private var reportedVoiceFailure = false
 
     /// - Parameters:
     ///   - reserveClientID: a client id no connection has, for a group of streams' session.
@@ -341,6 +345,7 @@ final class StreamHub {
         let policy = host.policy
         let microphonePresent = router.microphone != nil
         var anyHears = false
+        var voiceStreams: [Entry] = []
         for entry in entries.values {
             guard let view = rules.view(of: entry.id, in: policy, microphonePresent: microphonePresent) else {
                 continue
@@ -350,11 +355,16 @@ final class StreamHub {
             entry.playback?.counting.store(view.moves, ordering: .relaxed)
             entry.memory.setFlag(StreamMemory.silencedFlag, view.silenced.value)
             if let capture = entry.capture {
+                let voice = view.processing?.value.processesVoice ?? false
+                let started = rules.stream(entry.id)?.started ?? false
+                capture.voice.store(voice, ordering: .relaxed)
                 capture.allowed.store(view.hearsMicrophone, ordering: .relaxed)
-                capture.running.store(rules.stream(entry.id)?.started ?? false, ordering: .relaxed)
+                capture.running.store(started, ordering: .relaxed)
                 anyHears = anyHears || view.hearsMicrophone
+                if voice && started && view.hearsMicrophone { voiceStreams.append(entry) }
             }
         }
+        updateVoicePath(voiceStreams)
         if anyHears != microphoneInUse {
             microphoneInUse = anyHears
             let holders = microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
@@ -367,8 +377,37 @@ final class StreamHub {
         }
     }
 
+    /// Runs the voice path while some started `voiceChat` stream hears the microphone (R22), with the delay hushd
+    /// knows; says when it starts and stops.
+    private func updateVoicePath(_ streams: [Entry]) {
+        guard let path = router.voicePath else { return }
+        path.delayMilliseconds.store(host.voiceDelayMilliseconds, ordering: .relaxed)
+        let on = !streams.isEmpty
+        guard on != path.active.load(ordering: .relaxed) else { return }
+        path.setActive(on)
+        if on {
+            let who = streams.sorted { $0.id < $1.id }.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
+            let text =
+                "voice processing on for \(who.joined(separator: ", ")): webrtc-audio-processing "
+                + "\(VoiceProcessor.libraryGeneration), \(path.configuration), echo delay "
+                + "\(path.delayMilliseconds.load(ordering: .relaxed)) ms [\(Rule.r22)]"
+            host.logger.notice("\(text)")
+        } else {
+            host.logger.notice("voice processing off: no voiceChat stream hears the microphone [\(Rule.r22)]")
+        }
+    }
+
     /// Lets go of what the audio thread released, and says once which streams' clients break the rules.
     func service() {
+        if let path = router.voicePath, path.active.load(ordering: .relaxed) {
+            path.delayMilliseconds.store(host.voiceDelayMilliseconds, ordering: .relaxed)
+            if let failure = path.failureDescription, !reportedVoiceFailure {
+                reportedVoiceFailure = true
+                host.logger.warning(
+                    "voice processing: \(failure); voiceChat streams get the microphone unprocessed [\(Rule.r22)]"
+                )
+            }
+        }
         router.reap()
         retiring.removeAll { host.isReleased(pull: Unmanaged.passUnretained($0).toOpaque()) }
         let queue = host.outputQueuedFrames

@@ -98,6 +98,10 @@ public final class MixerEngine: @unchecked Sendable {
         peaks.deallocate()
     }
 
+    /// The last period's mix, `format.channels` interleaved, after the output's gain and before the limiter: the
+    /// echo reference of the voice path (policy R22). Read it on the audio thread, after `render` and before the next.
+    public var lastMix: UnsafePointer<Float> { UnsafePointer(mixBuffer) }
+
     /// Renders `frames` frames (at most `format.maxFrames`) into `output` in `sampleFormat`, interleaved.
     ///
     /// - Important: real-time safe. It is not annotated `@_noAllocation` itself because the compiler cannot see

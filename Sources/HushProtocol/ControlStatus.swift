@@ -32,6 +32,9 @@ public struct ControlStatus: Codable, Hashable, Sendable {
     public var microphone: [UInt64]
     /// The microphone's PCM (`[capture] pcm`); absent when none is configured.
     public var capture: Capture?
+    /// The voice path of `voiceChat` (R22); absent when hushd has none (no microphone, or a mixer rate
+    /// webrtc-audio-processing does not take).
+    public var voice: Voice?
 
     public init(
         version: String,
@@ -52,7 +55,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         clients: Int,
         streams: [Stream] = [],
         microphone: [StreamID] = [],
-        capture: Capture? = nil
+        capture: Capture? = nil,
+        voice: Voice? = nil
     ) {
         self.version = version
         self.uptimeSeconds = (uptimeSeconds * 1000).rounded() / 1000
@@ -73,6 +77,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         self.streams = streams
         self.microphone = microphone.map(\.rawValue)
         self.capture = capture
+        self.voice = voice
     }
 
     /// Decibels to a tenth, nil for silence (JSON has no infinity).
@@ -298,6 +303,47 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.overrunFrames = overrunFrames
             self.violations = violations
             self.microphone = microphone
+        }
+    }
+
+    /// The voice path: webrtc-audio-processing on its own thread, fed the mix as it leaves and the microphone.
+    public struct Voice: Codable, Hashable, Sendable {
+        /// The library generation: "0.3" (bookworm) or "1.x" (trixie, AEC3).
+        public var library: String
+        /// Whether it runs now (a started voiceChat stream hears the microphone).
+        public var active: Bool
+        /// The echo delay hushd passes: the output device's queue and the microphone's, ms.
+        public var delayMilliseconds: Int
+        /// The canceller's own ERLE, dB, once it has one.
+        public var erleDecibels: Double?
+        /// The canceller's own delay figure, ms (1.x only).
+        public var estimatedDelayMilliseconds: Int?
+        /// 10 ms blocks processed since start.
+        public var blocks: Int
+        /// Periods the voiceChat streams got silence because the voice thread was late.
+        public var underflows: Int
+        /// Why there is no processing although the path exists (the library refused it): the streams then get the
+        /// microphone unprocessed.
+        public var unavailable: String?
+
+        public init(
+            library: String,
+            active: Bool,
+            delayMilliseconds: Int,
+            erleDecibels: Double? = nil,
+            estimatedDelayMilliseconds: Int? = nil,
+            blocks: Int = 0,
+            underflows: Int = 0,
+            unavailable: String? = nil
+        ) {
+            self.library = library
+            self.active = active
+            self.delayMilliseconds = delayMilliseconds
+            self.erleDecibels = erleDecibels.map { ($0 * 10).rounded() / 10 }
+            self.estimatedDelayMilliseconds = estimatedDelayMilliseconds
+            self.blocks = blocks
+            self.underflows = underflows
+            self.unavailable = unavailable
         }
     }
 

@@ -123,6 +123,11 @@ public enum ControlText {
         }
         var heard = "heard by " + (holders.isEmpty ? "nobody" : holders.joined(separator: ", "))
         if status.microphoneSwitch == .muted { heard = "MUTED by the privacy switch: heard by nobody" }
+        if let voice = status.voice, voice.active {
+            heard += "; voice " + (voice.unavailable == nil ? "processed" : "UNPROCESSED")
+            if let erle = voice.erleDecibels { heard += ", ERLE \(DecimalText.trimmed(erle, places: 1)) dB" }
+            heard += ", delay \(voice.delayMilliseconds) ms"
+        }
         guard let capture = status.capture else {
             return holders.isEmpty ? "none ([capture] pcm is not set): capture streams get silence" : heard
         }

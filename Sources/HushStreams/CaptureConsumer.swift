@@ -15,6 +15,9 @@ public class CaptureConsumer: @unchecked Sendable {
     public let running = Atomic<Bool>(false)
     /// The policy lets this consumer hear the microphone.
     public let allowed = Atomic<Bool>(false)
+    /// Its session is in `voiceChat` (R22): it gets the microphone processed for voice, where the router has a
+    /// voice path.
+    public let voice = Atomic<Bool>(false)
 
     // Audio thread → control side.
     /// Whether the last period delivered microphone frames (not silence).

@@ -31,9 +31,24 @@ public final class CaptureRouter: @unchecked Sendable {
     private var held: [ObjectIdentifier: CaptureConsumer] = [:]
     private var pendingCommands: [Command] = []
 
-    public init(microphone: SampleRing?, maxFrames: Int) {
+    /// The voice path (R22 `voiceChat`), when there is a microphone and the mixer's rate allows one.
+    public let voicePath: VoicePath?
+    /// The engine's last mix (``HushMixer/MixerEngine/lastMix``) and its channels: the voice path's reference.
+    private let mix: UnsafePointer<Float>?
+    private let mixChannels: Int
+
+    public init(
+        microphone: SampleRing?,
+        maxFrames: Int,
+        voicePath: VoicePath? = nil,
+        mix: UnsafePointer<Float>? = nil,
+        mixChannels: Int = 2
+    ) {
         self.microphone = microphone
         self.maxFrames = maxFrames
+        self.voicePath = voicePath
+        self.mix = mix
+        self.mixChannels = mixChannels
         slots = .allocate(capacity: Self.capacity)
         slots.initialize(repeating: nil, count: Self.capacity)
         let channels = microphone?.channels ?? 2
@@ -63,6 +78,9 @@ public final class CaptureRouter: @unchecked Sendable {
 
     /// Whether a consumer takes periods, or one is on its way (the audio thread must not go idle): either side.
     public var wantsPeriods: Bool { consumers.load(ordering: .relaxed) > 0 || commands.count > 0 }
+
+    /// Frames waiting in the microphone's ring now (either side): part of the voice path's delay.
+    public var microphoneQueuedFrames: Int { microphone?.available ?? 0 }
 
     /// Control side: whether another stream fits.
     public var hasRoom: Bool { held.count < Self.capacity }
@@ -135,10 +153,23 @@ public final class CaptureRouter: @unchecked Sendable {
             // Read and thrown away while muted, so the microphone stays fresh for when the switch opens.
             if !muted.load(ordering: .relaxed) { source = UnsafePointer(scratch) }
         }
+        // The voice path takes the same frames (silence while muted) and gives back the processed ones; while
+        // muted its streams get silence too, whatever the canceller makes of it.
+        var voice = voicePath?.period(
+            mix: mix,
+            mixChannels: mixChannels,
+            source: source,
+            channels: channels,
+            frames: frames
+        )
+        if muted.load(ordering: .relaxed) { voice = nil }
         for index in 0..<count {
             guard let pointer = slots[index] else { continue }
             Unmanaged<CaptureConsumer>.fromOpaque(pointer)._withUnsafeGuaranteedRef { stream in
-                if stream.running.load(ordering: .relaxed) {
+                guard stream.running.load(ordering: .relaxed) else { return }
+                if voicePath != nil && stream.voice.load(ordering: .relaxed) {
+                    stream.deliver(voice?.samples, channels: voice?.channels ?? 1, frames: frames)
+                } else {
                     stream.deliver(source, channels: channels, frames: frames)
                 }
             }

@@ -223,6 +223,8 @@ struct EveryKeyTests {
                 accepted: ["\"Capture Switch\"", "\"\""],
                 refused: ["0", "true"]
             ),
+            plain("voice", "automatic_gain", flags.0, flags.1),
+            plain("voice", "noise_suppression", flags.0, flags.1),
             plain("control", "max_sessions_per_client", ["1", "256"], ["0", "257"]),
             plain("control", "max_line_bytes", ["1024", "16777216"], ["1023", "16777217"]),
             plain("control", "allowed_uids", ["[]", "[0, 1000, 4294967294]"], ["[4294967295]", "[-1]", "1000"]),
