@@ -83,11 +83,16 @@ let idleChecks: [Check] = [
                     from: Double(first) / 48000 + 0.05,
                     to: Double(first) / 48000 + 0.9
                 )
-                try require(
-                    abs(heard.min - expectedLevel(step: 8)) < 1.5,
-                    "\(what): the tone at \(heard) dBFS, not \(expectedLevel(step: 8))"
-                )
-                return (((Double(first) / 48000 - take.actedAt(0)) * 1000, running), take.disturbances)
+                // Only an undisturbed take (no stall of the recorder, no underrun of hushd) is held to the level:
+                // a gap a stall made is retaken by `measure`, not failed here.
+                let disturbances = take.disturbances
+                if disturbances.isEmpty {
+                    try require(
+                        abs(heard.min - expectedLevel(step: 8)) < 1.5,
+                        "\(what): the tone at \(heard) dBFS, not \(expectedLevel(step: 8))"
+                    )
+                }
+                return (((Double(first) / 48000 - take.actedAt(0)) * 1000, running), disturbances)
             }
         }
         let fromIdle = try onset("a tone after idle")

@@ -209,13 +209,30 @@ let playbackChecks: [Check] = [
         let killed = monotonicNow()
         endless.signal(SIGKILL)
         let released = try waitForStream(second, "running")
-        let afterKill = heard(music, try capture("the music after the ringtone's client was killed")).min
         print(
-            "  an endless ringtone: the music \(db(held)) dBFS; kill -9 of its aplay: the music released "
-                + "\(ms(released, killed)) later, \(db(afterKill)) dBFS"
+            "  an endless ringtone: the music \(db(held)) dBFS; kill -9 of its aplay: the music released \(ms(released, killed)) later"
         )
         try require(held < -80, "R6: held by the ringtone: \(held)")
-        try require(abs(afterKill - expectedLevel(step: 8)) < 1.5, "R10: the music resumes: \(afterKill)")
+        // The music plays on from its ring: a window short of it is the machine (or aplay on it) stalling, which a
+        // retake settles; music that never comes back is R10's failure in every take.
+        try judge("the music after the ringtone's client was killed") {
+            let before = try outputXruns()
+            let start = monotonicNow()
+            let take = try listen(to: [speakerCapture], seconds: 1)
+            let afterKill = heard(music, take.recordings[0].samples)
+            var judged = Judged(
+                disturbances: take.disturbances + (try xrunsSince(before))
+                    + (stallWatch?.disturbance(from: start, to: monotonicNow(), allowed: .milliseconds(20)) ?? [])
+            )
+            judged.report = ["  the music after the kill: \(db(afterKill)) dBFS"]
+            judged.expect(afterKill.max > expectedLevel(step: 8) - 1.5, "R10: the music resumes: \(db(afterKill))")
+            judged.expect(
+                at(expectedLevel(step: 8), afterKill),
+                "R10: the music resumes without a gap: \(db(afterKill))",
+                stall: true
+            )
+            return judged
+        }
 
         // A session of the control protocol's (as a ringtone app would have) deactivated with notifyOthers: the
         // music resumes (R8, R9); without notifyOthers the interruption ends without resumption: it stays held.
