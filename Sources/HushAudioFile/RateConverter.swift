@@ -63,6 +63,28 @@ public final class RateConverter: @unchecked Sendable {
         return (data.input_frames_used, data.output_frames_gen)
     }
 
+    /// As ``process(_:frames:into:capacity:)``, with the ratio scaled by `correction` (a clock's drift matched:
+    /// 1.0001 makes 0.01 % more frames). libsamplerate glides from the last call's ratio to this one across the
+    /// call, so a correction that moves makes no step. Real-time safe.
+    @inline(__always)
+    public func process(
+        _ input: UnsafePointer<Float>,
+        frames inputFrames: Int,
+        into output: UnsafeMutablePointer<Float>,
+        capacity outputCapacity: Int,
+        ratio correction: Double
+    ) -> (used: Int, made: Int) {
+        var data = SRC_DATA()
+        data.data_in = input
+        data.input_frames = inputFrames
+        data.data_out = output
+        data.output_frames = outputCapacity
+        data.src_ratio = ratio * correction
+        data.end_of_input = 0
+        guard src_process(state, &data) == 0 else { return (inputFrames, 0) }
+        return (data.input_frames_used, data.output_frames_gen)
+    }
+
     /// Forgets the history (a stream that was dropped and starts again).
     public func reset() { src_reset(state) }
 }

@@ -37,7 +37,7 @@ final class ConfigurationReader {
             "max_line_bytes", "allowed_uids",
         ],
         "streams": ["max_streams", "max_streams_per_process", "ring_kib_max"],
-        "capture": ["pcm", "periods", "privacy_control"],
+        "capture": ["pcm", "periods", "privacy_control", "clock"],
         "voice": ["automatic_gain", "noise_suppression"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
@@ -927,6 +927,11 @@ final class ConfigurationReader {
         guard let pcm, !pcm.isEmpty else { return }
         var capture = HushdConfiguration.Capture(pcm: pcm, periods: periods)
         if let privacyControl { capture.privacyControl = privacyControl.isEmpty ? nil : privacyControl }
+        switch choice(table, "clock", [("auto", 0), ("match", 1), ("shared", 2)]) {
+        case 1: capture.matchClock = true
+        case 2: capture.matchClock = false
+        default: break
+        }
         configuration.capture = capture
     }
 

@@ -392,6 +392,18 @@ public struct HushdConfiguration: Sendable, Equatable {
 
         /// The card `privacyControl` is on: the card of `pcm`, when it names one.
         public var card: String? { HushdConfiguration.card(ofPCM: pcm) }
+        /// `clock`: "match" resamples the microphone to the output's clock, "shared" trusts they are one; nil
+        /// ("auto") matches when the microphone's PCM and an output's name different cards.
+        public var matchClock: Bool?
+
+        /// Whether the microphone is resampled to the output's clock, given the PCMs sound may go to (the output's
+        /// and the routes'): when any of them names a card that is not the microphone's (a route to a card of the
+        /// same clock settles at 0 ppm).
+        public func matchesClock(outputs: [String]) -> Bool {
+            if let matchClock { return matchClock }
+            guard let microphone = card else { return false }
+            return outputs.compactMap { HushdConfiguration.card(ofPCM: $0) }.contains { $0 != microphone }
+        }
     }
 
     /// `[voice]`: echo cancellation and the high-pass filter always run in `voiceChat`; these two may be turned off.

@@ -386,7 +386,15 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             clients: server.clients.count,
             streams: streams.entries.values.sorted { $0.id < $1.id }.map(streamStatus),
             microphone: streams.microphoneHolders.map(\.id),
-            capture: daemon.setup.capturePCM.map { ControlStatus.Capture(pcm: $0, open: daemon.microphone != nil) },
+            capture: daemon.setup.capturePCM.map { pcm in
+                let match = daemon.microphone?.clockMatch
+                let settled = (match?.settledSeconds.load(ordering: .relaxed) ?? 0) >= 60
+                return ControlStatus.Capture(
+                    pcm: pcm,
+                    open: daemon.microphone != nil,
+                    driftPPM: settled ? match?.driftPPM : nil
+                )
+            },
             voice: daemon.captureRouter.voicePath.map { path in
                 let statistics = path.statistics
                 return ControlStatus.Voice(

@@ -43,6 +43,9 @@ package final class Daemon {
         package var capturePeriods: Int?
         /// What `voiceChat` runs on the microphone (`[voice]`; policy R22).
         package var voice = VoiceConfiguration()
+        /// Whether the microphone's frames are resampled to the output's clock (`[capture] clock`, by default when
+        /// the microphone's card is not the output's).
+        package var matchMicrophoneClock = false
         /// Opens a playback device: ALSA unless given (tests give devices of their own, which fail as they are
         /// told to). Used at start-up and at every route change to a PCM of its own.
         package var openPlayback: @Sendable (PlaybackConfiguration) throws(HardwareError) -> any PCMOutput = {
@@ -158,12 +161,14 @@ package final class Daemon {
         guard let pcm = setup.capturePCM else { return }
         let format = audio.engine.format
         do {
+            let match = setup.matchMicrophoneClock
             let feeder = try CaptureFeeder(
                 pcm: pcm,
                 sampleRate: format.sampleRate,
                 channels: format.channels,
                 periodFrames: setup.output.periodFrames,
-                periods: setup.capturePeriods ?? max(setup.output.periods, 4)
+                periods: setup.capturePeriods ?? max(setup.output.periods, 4),
+                matchClock: match
             )
             // At the audio thread's priority: its reads are what the capture streams get the next period.
             let refused = try feeder.start(realtimePriority: setup.realtimePriority)
@@ -182,9 +187,10 @@ package final class Daemon {
                 mixChannels: format.channels
             )
             captureRouter.muted.store(audio.policy.microphoneSwitch == .muted, ordering: .relaxed)
-            logger.info(
-                "microphone \(pcm): \(feeder.granted.sampleRate) Hz, \(feeder.granted.channels) ch"
-            )
+            let clock =
+                match
+                ? "on a card of its own, resampled to the output's clock ([capture] clock)" : "on the output's clock"
+            logger.info("microphone \(pcm): \(feeder.granted.sampleRate) Hz, \(feeder.granted.channels) ch; \(clock)")
         } catch {
             microphoneProblem = error.description
             let text =
@@ -232,9 +238,27 @@ package final class Daemon {
         return Int((output + capture).rounded())
     }
 
+    /// The drift last said, ppm, to say it again only when it moved.
+    private var reportedDrift: Double?
+
+    /// Says the microphone's drift against the output's clock once it is found, and again when it moves by 20 ppm.
+    private func reportDrift() {
+        guard let match = microphone?.clockMatch, let pcm = setup.capturePCM else { return }
+        let drift = match.driftPPM
+        guard match.settledSeconds.load(ordering: .relaxed) >= 60 else { return }
+        if let said = reportedDrift, abs(said - drift) < 20 { return }
+        reportedDrift = drift
+        let way = drift >= 0 ? "slow" : "fast"
+        let text =
+            "microphone \(pcm) runs \(Int(abs(drift).rounded())) ppm \(way) against the output's clock; hushd "
+            + "resamples it so recorders and calls get no gaps"
+        logger.notice("\(text)")
+    }
+
     /// Says once that the microphone was lost (its reads fail: closed, and opened again every 250 ms) and once
     /// that it is back.
     private func reportMicrophone() {
+        reportDrift()
         guard let microphone, let pcm = setup.capturePCM, let lost = microphone.lostChanged() else { return }
         if lost {
             let text =

@@ -17,6 +17,8 @@ extension HushdConfiguration {
         setup.maxSessionsPerClient = control.maxSessionsPerClient
         setup.capturePCM = capture?.pcm
         setup.capturePeriods = capture?.periods
+        setup.matchMicrophoneClock =
+            capture?.matchesClock(outputs: [output.pcm] + routes.values.map(\.pcm).sorted()) ?? false
         setup.voice.automaticGain = voice.automaticGain
         setup.voice.noiseSuppression = voice.noiseSuppression
         return setup

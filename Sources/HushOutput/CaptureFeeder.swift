@@ -31,6 +31,8 @@ package final class CaptureFeeder: @unchecked Sendable {
     package let lost = Atomic<Bool>(false)
     /// Times the device was opened again after a failure.
     package let reopenings = Atomic<Int>(0)
+    /// The microphone resampled to the output's clock, when its card is not the output's (nil: one clock).
+    package let clockMatch: ClockMatch?
     private let requested: PlaybackConfiguration
     private var capture: ALSACapture?
     private let running = Atomic<Bool>(false)
@@ -39,8 +41,16 @@ package final class CaptureFeeder: @unchecked Sendable {
     private var reportedLost = false
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
-    package init(pcm: String, sampleRate: Int, channels: Int, periodFrames: Int, periods: Int = 4) throws(HardwareError)
-    {
+    /// `matchClock`: the microphone's card is not the output's, so its clock drifts from the output's; its frames
+    /// are resampled to hold the ring at two periods (``ClockMatch``).
+    package init(
+        pcm: String,
+        sampleRate: Int,
+        channels: Int,
+        periodFrames: Int,
+        periods: Int = 4,
+        matchClock: Bool = false
+    ) throws(HardwareError) {
         requested = PlaybackConfiguration(
             pcm: pcm,
             sampleRate: sampleRate,
@@ -53,6 +63,20 @@ package final class CaptureFeeder: @unchecked Sendable {
         self.capture = capture
         granted = capture.granted
         ring = SampleRing(frames: max(4096, periodFrames * 8), channels: channels)
+        if matchClock {
+            do {
+                clockMatch = try ClockMatch(
+                    channels: channels,
+                    sampleRate: sampleRate,
+                    maxFrames: capture.granted.periodFrames,
+                    targetFill: 2 * periodFrames
+                )
+            } catch {
+                throw HardwareError(operation: "match the clock of", device: "'\(pcm)'", message: error.description)
+            }
+        } else {
+            clockMatch = nil
+        }
     }
 
     deinit { ring.deallocate() }
@@ -132,8 +156,15 @@ package final class CaptureFeeder: @unchecked Sendable {
             let read = pcm.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
             if read > 0 {
                 for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
-                let written = float.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: read) }
-                if written < read { dropped.add(read - written, ordering: .relaxed) }
+                if let clockMatch {
+                    let lost = float.withUnsafeBufferPointer {
+                        clockMatch.write($0.baseAddress!, frames: read, into: ring)
+                    }
+                    if lost > 0 { dropped.add(lost, ordering: .relaxed) }
+                } else {
+                    let written = float.withUnsafeBufferPointer { ring.write($0.baseAddress!, frames: read) }
+                    if written < read { dropped.add(read - written, ordering: .relaxed) }
+                }
             }
             if read < frames {
                 // Beyond recovery: close it now (a removed card goes only when its last handle closes), reopen later.

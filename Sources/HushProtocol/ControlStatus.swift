@@ -353,10 +353,14 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var pcm: String
         /// Whether the device is open now.
         public var open: Bool
+        /// How far the microphone's clock runs from the output's, ppm (positive: slow), while hushd resamples it
+        /// to the output's clock (`[capture] clock`); absent on one clock, and until a minute of it was measured.
+        public var driftPPM: Double?
 
-        public init(pcm: String, open: Bool) {
+        public init(pcm: String, open: Bool, driftPPM: Double? = nil) {
             self.pcm = pcm
             self.open = open
+            self.driftPPM = driftPPM.map { ($0 * 10).rounded() / 10 }
         }
     }
 }

@@ -131,7 +131,8 @@ public enum ControlText {
         guard let capture = status.capture else {
             return holders.isEmpty ? "none ([capture] pcm is not set): capture streams get silence" : heard
         }
-        return "\(capture.pcm) " + (capture.open ? "(open)" : "(closed)") + ", " + heard
+        let drift = capture.driftPPM.map { ", \(DecimalText.trimmed($0, places: 0)) ppm off" } ?? ""
+        return "\(capture.pcm) " + (capture.open ? "(open\(drift))" : "(closed)") + ", " + heard
     }
 
     /// A name a client chose, with control characters shown as "?" so it cannot break the terminal's lines.

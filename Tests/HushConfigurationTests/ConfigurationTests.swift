@@ -214,6 +214,25 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("the microphone is matched to the output's clock when its card is another's, or when told")
+    func microphoneClock() throws {
+        let usb = HushdConfiguration.Capture(pcm: "hw:CARD=Mic,DEV=0")
+        #expect(usb.matchesClock(outputs: ["hw:CARD=sndrpihifiberry,DEV=0"]))
+        #expect(!usb.matchesClock(outputs: ["plughw:Mic,0"]), "one card, one clock")
+        #expect(usb.matchesClock(outputs: ["hw:Mic,0", "hw:CARD=Headphones,DEV=0"]), "a route on another card")
+        #expect(!HushdConfiguration.Capture(pcm: "default").matchesClock(outputs: ["hw:0,0"]), "no card named")
+        let told = try HushdConfiguration.parse(
+            "[capture]\npcm = \"default\"\nclock = \"match\"\n",
+            file: "hushd.toml"
+        )
+        #expect(told.capture?.matchesClock(outputs: ["default"]) == true)
+        let shared = try HushdConfiguration.parse(
+            "[capture]\npcm = \"hw:Mic,0\"\nclock = \"shared\"\n",
+            file: "hushd.toml"
+        )
+        #expect(shared.capture?.matchesClock(outputs: ["hw:Other,0"]) == false)
+    }
+
     @Test("a short file starts from a profile and changes single keys; a changed kind replaces the input")
     func overridesOverBoard() throws {
         let text = """

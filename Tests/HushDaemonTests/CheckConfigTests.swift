@@ -223,6 +223,13 @@ struct EveryKeyTests {
                 accepted: ["\"Capture Switch\"", "\"\""],
                 refused: ["0", "true"]
             ),
+            KeyCase(
+                key: "capture.clock",
+                template: "[capture]\npcm = \"default\"\nclock = {}",
+                label: "[capture] clock",
+                accepted: ["\"auto\"", "\"match\"", "\"shared\""],
+                refused: ["\"drift\"", "true"]
+            ),
             plain("voice", "automatic_gain", flags.0, flags.1),
             plain("voice", "noise_suppression", flags.0, flags.1),
             plain("control", "max_sessions_per_client", ["1", "256"], ["0", "257"]),

@@ -1,0 +1,126 @@
+import HushAudioFile
+import HushMixer
+import Synchronization
+
+/// How far a microphone's clock runs from the output's, found from the microphone's ring: read once a period on
+/// the output's clock, written once a period on the microphone's. On one card the two share a crystal and the ring's
+/// fill only wobbles with the periods' phase; on two cards (a USB microphone beside an I2S amplifier) it creeps —
+/// 100 ppm is 4.8 frames a second at 48 kHz, a period every 13 s at 64 frames — until the reader finds a gap or the
+/// writer drops frames.
+///
+/// A proportional-integral controller on the fill, smoothed over the phase's wobble, gives the resampling ratio that
+/// keeps the fill at its target; its integral part is the drift itself. Pure: the feeder's thread runs it, and tests
+/// run it on any clock they make up.
+package struct DriftController: Sendable {
+    /// The fill to hold, frames.
+    package let target: Double
+    package let sampleRate: Double
+    /// The largest correction, either way (1000 ppm: ten times what crystals drift).
+    package static let limit = 1e-3
+    /// Seconds of fill error to ratio, and its integral per second: the fill is an integrator of the ratio, so the
+    /// loop is s² + P·s + I with the fill's smoothing in it; P = 0.3/s and I = 0.0225/s² put both poles near
+    /// 0.15 rad/s, critically damped — settled in about 30 s, and a period's wobble of the fill (64 frames) moves the
+    /// ratio by 400 ppm at most before smoothing, 60 after.
+    static let proportional = 0.3
+    static let integralGain = 0.0225
+    /// The fill's smoothing time constant, s.
+    static let smoothing = 2.0
+
+    package private(set) var smoothedFill: Double
+    package private(set) var integral = 0.0
+    /// Seconds of microphone clock seen.
+    package private(set) var elapsed = 0.0
+
+    package init(target: Int, sampleRate: Int) {
+        self.target = Double(target)
+        self.sampleRate = Double(sampleRate)
+        smoothedFill = Double(target)
+    }
+
+    /// After `frames` frames came from the microphone and the ring held `fill` frames: the ratio (output frames per
+    /// input frame) to resample the next frames with.
+    package mutating func update(fill: Int, frames: Int) -> Double {
+        let dt = Double(frames) / sampleRate
+        elapsed += dt
+        let alpha = min(1, dt / Self.smoothing)
+        smoothedFill += (Double(fill) - smoothedFill) * alpha
+        let error = (target - smoothedFill) / sampleRate
+        integral = min(max(integral + Self.integralGain * error * dt, -Self.limit), Self.limit)
+        let correction = min(max(Self.proportional * error + integral, -Self.limit), Self.limit)
+        averageCorrection += (correction - averageCorrection) * min(1, dt / Self.driftAveraging)
+        return 1 + correction
+    }
+
+    /// The correction averaged over about ``driftAveraging`` seconds: once settled, the drift.
+    package private(set) var averageCorrection = 0.0
+    static let driftAveraging = 20.0
+
+    /// The microphone's clock against the output's, ppm: positive when the microphone runs slow (it gives fewer
+    /// frames than the output takes, and is stretched).
+    package var driftPPM: Double { averageCorrection * 1e6 }
+}
+
+/// The microphone's frames on their way into its ring, resampled by the ``DriftController``'s ratio so the ring
+/// neither runs dry nor overflows when the microphone's clock is not the output's. Allocation-free after `init`.
+package final class ClockMatch: @unchecked Sendable {
+    private let converter: RateConverter
+    private var controller: DriftController
+    private let scratch: UnsafeMutablePointer<Float>
+    private let capacity: Int
+    private let channels: Int
+    /// The drift found, in hundredths of a ppm (control side reads it): the stretch actually applied (frames made
+    /// over frames taken) over the last complete window of ``window`` seconds, 0 before the first.
+    package let driftCentiPPM = Atomic<Int>(0)
+    /// Frames taken and made in the window under way, and its length in frames of the microphone's clock.
+    private var taken = 0
+    private var made = 0
+    private let window: Int
+    /// Seconds of microphone clock the controller has seen (settled after about 30).
+    package let settledSeconds = Atomic<Int>(0)
+
+    package init(channels: Int, sampleRate: Int, maxFrames: Int, targetFill: Int) throws(RateConverterError) {
+        converter = try RateConverter(channels: channels, from: sampleRate, to: sampleRate)
+        window = 60 * sampleRate
+        controller = DriftController(target: targetFill, sampleRate: sampleRate)
+        self.channels = channels
+        capacity = maxFrames * 2 + 64
+        scratch = .allocate(capacity: capacity * channels)
+        scratch.initialize(repeating: 0, count: capacity * channels)
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Writes `frames` frames of `source` into `ring`, resampled; returns the frames it could not fit.
+    package func write(_ source: UnsafePointer<Float>, frames: Int, into ring: SampleRing) -> Int {
+        let ratio = controller.update(fill: ring.available, frames: frames)
+        var used = 0
+        var dropped = 0
+        while used < frames {
+            let (took, made) = converter.process(
+                source + used * channels,
+                frames: frames - used,
+                into: scratch,
+                capacity: capacity,
+                ratio: ratio
+            )
+            let written = ring.write(scratch, frames: made)
+            dropped += made - written
+            used += took
+            self.taken += took
+            self.made += made
+            if took == 0 && made == 0 { break }
+        }
+        if taken >= window {
+            // The stretch that held the fill: the two clocks' ratio (the controller's own figure carries its wobble).
+            let stretch = Double(self.made) / Double(taken) - 1
+            driftCentiPPM.store(Int((stretch * 1e8).rounded()), ordering: .relaxed)
+            taken = 0
+            self.made = 0
+        }
+        settledSeconds.store(Int(controller.elapsed), ordering: .relaxed)
+        return dropped
+    }
+
+    /// The drift found, ppm.
+    package var driftPPM: Double { Double(driftCentiPPM.load(ordering: .relaxed)) / 100 }
+}
