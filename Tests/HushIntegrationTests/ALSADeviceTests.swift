@@ -373,6 +373,9 @@ struct ALSACallTests {
         let records = (status["sessions"] as? [[String: Any]]) ?? []
         #expect(records.count == 1 && records.first?["category"] as? String == "playAndRecord", "\(records)")
         #expect(records.first?["pid"] as? Int == Int(loop.process.processIdentifier), "status names the process")
+        // hush:voice is voiceChat (R22): the session and both streams say so.
+        #expect(records.first?["mode"] as? String == "voiceChat", "\(records)")
+        #expect(streams.allSatisfy { $0["mode"] as? String == "voiceChat" }, "\(streams)")
         kill(loop.process.processIdentifier, SIGTERM)
         _ = loop.finish(within: 5)
         try ALSADeviceTests.wait("the call's session over", hushd) {
