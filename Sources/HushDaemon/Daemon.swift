@@ -130,7 +130,11 @@ package final class Daemon {
             ),
             soundDirectories: setup.soundDirectories
         )
-        captureRouter = CaptureRouter(microphone: nil, maxFrames: max(setup.output.periodFrames, 64))
+        captureRouter = CaptureRouter(
+            microphone: nil,
+            maxFrames: max(setup.output.periodFrames, 64),
+            sampleRate: setup.output.sampleRate
+        )
         audio.onDecisions = { [unowned self] made, cause, time in announce(made, cause: cause, at: time) }
         audio.onFinished = { [unowned self] session in for sink in finishedSinks { sink(session) } }
     }
@@ -184,7 +188,8 @@ package final class Daemon {
                 maxFrames: format.maxFrames,
                 voicePath: openVoicePath(),
                 mix: audio.engine.lastMix,
-                mixChannels: format.channels
+                mixChannels: format.channels,
+                sampleRate: format.sampleRate
             )
             captureRouter.muted.store(audio.policy.microphoneSwitch == .muted, ordering: .relaxed)
             let clock =

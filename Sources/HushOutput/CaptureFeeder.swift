@@ -62,7 +62,9 @@ package final class CaptureFeeder: @unchecked Sendable {
         let capture = try Self.open(requested)
         self.capture = capture
         granted = capture.granted
-        ring = SampleRing(frames: max(4096, periodFrames * 8), channels: channels)
+        // Half a second at least: the audio thread late by that much (its device underran, the machine stalled)
+        // finds every frame still there, and hands them on at once (CaptureRouter catches up).
+        ring = SampleRing(frames: max(sampleRate / 2, periodFrames * 8), channels: channels)
         if matchClock {
             do {
                 clockMatch = try ClockMatch(

@@ -31,6 +31,8 @@ public final class CaptureRouter: @unchecked Sendable {
     private var held: [ObjectIdentifier: CaptureConsumer] = [:]
     private var pendingCommands: [Command] = []
 
+    /// The mixer's rate: how many frames of silence a second is, without a microphone.
+    private let sampleRate: Int
     /// The voice path (R22 `voiceChat`), when there is a microphone and the mixer's rate allows one.
     public let voicePath: VoicePath?
     /// The engine's last mix (``HushMixer/MixerEngine/lastMix``) and its channels: the voice path's reference.
@@ -42,10 +44,12 @@ public final class CaptureRouter: @unchecked Sendable {
         maxFrames: Int,
         voicePath: VoicePath? = nil,
         mix: UnsafePointer<Float>? = nil,
-        mixChannels: Int = 2
+        mixChannels: Int = 2,
+        sampleRate: Int = 48000
     ) {
         self.microphone = microphone
         self.maxFrames = maxFrames
+        self.sampleRate = sampleRate
         self.voicePath = voicePath
         self.mix = mix
         self.mixChannels = mixChannels
@@ -140,6 +144,57 @@ public final class CaptureRouter: @unchecked Sendable {
             }
         }
         consumers.store(count, ordering: .relaxed)
+        deliver(frames: frames, mix: mix, catchingUp: false)
+        guard count > 0 else {
+            deliveredFrames = 0
+            anchor = 0
+            return
+        }
+        // Catching up. The audio thread was late — its device underran, the machine stalled — while the
+        // microphone kept capturing: more than the cushion waits in its ring. Each waiting period is handed on now,
+        // with silence for the mix that was never made, so recorders and calls receive frames at the microphone's
+        // real rate and its clock, not the late audio thread's. Without a microphone the monotonic clock says how
+        // many periods of silence are due. At most `catchUpLimit` a call: the rest in the next.
+        var extra = 0
+        if let microphone, microphone.available >= (Self.cushionPeriods + 3) * frames {
+            // Beyond the cushion and two periods of its writer's jitter (a burst from a late feeder is not a
+            // backlog); down to the cushion and one, so a burst after this leaves no gap.
+            while extra < Self.catchUpLimit && microphone.available >= (Self.cushionPeriods + 2) * frames {
+                deliver(frames: frames, mix: nil, catchingUp: true)
+                extra += 1
+            }
+        } else if microphone == nil {
+            let now = VoicePath.monotonicNanoseconds()
+            if anchor == 0 {
+                anchor = now
+                deliveredFrames = frames
+            }
+            let due = Int((Double(now - anchor) / 1e9 * Double(sampleRate)).rounded(.down))
+            while extra < Self.catchUpLimit && due - deliveredFrames >= (Self.cushionPeriods + 1) * frames {
+                deliver(frames: frames, mix: nil, catchingUp: true)
+                extra += 1
+            }
+            // Far behind (hushd was stopped): the rest is not handed on in bursts; time starts again from here.
+            if due - deliveredFrames > sampleRate {
+                anchor = now
+                deliveredFrames = frames
+            }
+        }
+        if extra > 0 { caughtUpPeriods.add(extra, ordering: .relaxed) }
+    }
+
+    /// Periods the router hands on after the one it is called for, while it waits for the late audio thread.
+    static let cushionPeriods = 2
+    static let catchUpLimit = 16
+    /// Periods handed on to catch up with the microphone's (or the clock's) real rate since start.
+    public let caughtUpPeriods = Atomic<Int>(0)
+    /// Audio thread: frames handed on since consumers came (without a microphone), and when that began.
+    private var deliveredFrames = 0
+    private var anchor = 0
+
+    /// Audio thread: one period to every running consumer — the microphone's frames or silence — and the voice
+    /// path's share.
+    private func deliver(frames: Int, mix: UnsafePointer<Float>?, catchingUp: Bool) {
         var source: UnsafePointer<Float>?
         var channels = 2
         if let microphone {
@@ -148,11 +203,13 @@ public final class CaptureRouter: @unchecked Sendable {
             // nothing is lost and the cushion is back (the underflow is counted).
             channels = microphone.channels
             let got = microphone.available >= frames ? microphone.read(into: scratch, frames: frames) : 0
-            if got < frames { microphone.countUnderflow(frames) }
+            if got < frames && !catchingUp { microphone.countUnderflow(frames) }
             (scratch + got * channels).update(repeating: 0, count: (frames - got) * channels)
             // Read and thrown away while muted, so the microphone stays fresh for when the switch opens.
             if !muted.load(ordering: .relaxed) { source = UnsafePointer(scratch) }
         }
+        deliveredFrames += frames
+        guard count > 0 || voicePath != nil else { return }
         // The voice path takes the same frames (silence while muted) and gives back the processed ones; while
         // muted its streams get silence too, whatever the canceller makes of it.
         var voice = voicePath?.period(

@@ -1,0 +1,129 @@
+import HushMixer
+import Testing
+
+@testable import HushStreams
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A call's clock never stalls: when the audio thread is late (its device underran, the machine stalled), capture
+/// streams still receive frames at the microphone's real rate — or, without a microphone, the clock's.
+@Suite("The capture router catches up after a late audio thread")
+struct CatchUpTests {
+    static let period = 64
+
+    /// Counts what it is handed, and whether any of it was the microphone's.
+    final class Counter: CaptureConsumer, @unchecked Sendable {
+        var frames = 0
+        var values: [Float] = []
+        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: CatchUpTests.period)
+        init(allowed: Bool) {
+            super.init(channels: 1)
+            values.reserveCapacity(1 << 16)
+            running.store(true, ordering: .relaxed)
+            self.allowed.store(allowed, ordering: .relaxed)
+        }
+        deinit { scratch.deallocate() }
+        override func deliver(_ source: UnsafePointer<Float>?, channels: Int, frames count: Int) {
+            _ = take(source, channels: channels, frames: count, into: scratch)
+            values.append(contentsOf: UnsafeBufferPointer(start: scratch, count: count))
+            frames += count
+        }
+    }
+
+    @Test("the microphone kept capturing through a stall: every frame reaches the recorder, in order, at once after")
+    func microphoneBacklog() throws {
+        let microphone = SampleRing(frames: 24_000, channels: 1)
+        defer { microphone.deallocate() }
+        let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
+        let heard = Counter(allowed: true)
+        let held = Counter(allowed: false)
+        router.add(heard)
+        router.add(held)
+        var next: Float = 1
+        func capture(_ periods: Int) {
+            for _ in 0..<periods {
+                let block = (0..<Self.period).map { Float($0) * 0 + next }
+                next += 1
+                block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: Self.period) }
+            }
+        }
+        // Steady: three periods of cushion, then one in and one out.
+        capture(3)
+        for _ in 0..<100 {
+            capture(1)
+            router.period(frames: Self.period)
+        }
+        let before = heard.frames
+        // The audio thread stalls for 60 periods (80 ms at 64 frames) while the microphone goes on.
+        capture(60)
+        var calls = 0
+        while calls < 10 {
+            capture(1)
+            router.period(frames: Self.period)
+            calls += 1
+        }
+        let written = Int(next - 1) * Self.period
+        let behind = written - heard.frames
+        print(
+            "catch-up: 60 periods of stall worked off in \(calls) periods; \(behind / Self.period) periods wait in the ring "
+                + "(the cushion); \(router.caughtUpPeriods.load(ordering: .relaxed)) periods handed on to catch up"
+        )
+        #expect(heard.frames - before == (60 + 10) * Self.period - (behind - 3 * Self.period), "nothing lost")
+        #expect(behind <= 4 * Self.period, "back to the cushion: \(behind) frames behind")
+        // Every period in order, none twice, none missing: the recorder heard 1, 2, 3, … one value a period.
+        let firsts = stride(from: 0, to: heard.values.count, by: Self.period).map { heard.values[$0] }
+        #expect(zip(firsts, firsts.dropFirst()).allSatisfy { $1 == $0 + 1 }, "in order")
+        #expect(held.frames == heard.frames, "a recorder held silent gets as many frames: its clock too")
+        #expect(held.values.allSatisfy { $0 == 0 }, "and only silence")
+    }
+
+    @Test("a burst from a late microphone reader is not a backlog: nothing is handed on early")
+    func burstIsNoBacklog() throws {
+        let microphone = SampleRing(frames: 24_000, channels: 1)
+        defer { microphone.deallocate() }
+        let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
+        let heard = Counter(allowed: true)
+        router.add(heard)
+        let block = [Float](repeating: 0.5, count: Self.period)
+        func capture(_ periods: Int) {
+            for _ in 0..<periods {
+                block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: Self.period) }
+            }
+        }
+        capture(3)
+        // The feeder late by a period, then two at once, over and over.
+        for step in 0..<200 {
+            capture(step % 2 == 0 ? 0 : 2)
+            router.period(frames: Self.period)
+        }
+        #expect(router.caughtUpPeriods.load(ordering: .relaxed) == 0)
+        #expect(heard.values.allSatisfy { $0 == 0.5 }, "no gap")
+    }
+
+    @Test("without a microphone, silence at the clock's rate: a late audio thread catches up")
+    func clockWithoutMicrophone() throws {
+        let router = CaptureRouter(microphone: nil, maxFrames: Self.period, sampleRate: 48000)
+        let recorder = Counter(allowed: true)
+        router.add(recorder)
+        var start = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        router.period(frames: Self.period)
+        usleep(100_000)
+        router.period(frames: Self.period)
+        // 100 ms and more is 75 periods due; one call hands on at most 16 more.
+        #expect(recorder.frames == (2 + CaptureRouter.catchUpLimit) * Self.period, "\(recorder.frames)")
+        // A few more periods (as the audio thread would make them, one per period) and it is back on time: within
+        // the cushion of what is due by now. (Called faster than periods come, as here, it runs ahead instead: the
+        // catch-up only adds.)
+        for _ in 0..<4 { router.period(frames: Self.period) }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let elapsed = Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9
+        let due = Int(elapsed * 48000)
+        print("catch-up without a microphone: \(recorder.frames) frames for \(due) due after 6 periods")
+        #expect(recorder.frames >= due - 4 * Self.period, "caught up: \(recorder.frames) of \(due)")
+        #expect(recorder.values.allSatisfy { $0 == 0 })
+    }
+}
