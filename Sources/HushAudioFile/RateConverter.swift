@@ -52,15 +52,7 @@ public final class RateConverter: @unchecked Sendable {
         into output: UnsafeMutablePointer<Float>,
         capacity outputCapacity: Int
     ) -> (used: Int, made: Int) {
-        var data = SRC_DATA()
-        data.data_in = input
-        data.input_frames = inputFrames
-        data.data_out = output
-        data.output_frames = outputCapacity
-        data.src_ratio = ratio
-        data.end_of_input = 0
-        guard src_process(state, &data) == 0 else { return (inputFrames, 0) }
-        return (data.input_frames_used, data.output_frames_gen)
+        process(input, frames: inputFrames, into: output, capacity: outputCapacity, ratio: 1)
     }
 
     /// As ``process(_:frames:into:capacity:)``, with the ratio scaled by `correction` (a clock's drift matched:

@@ -13,32 +13,15 @@ import Glibc
 struct CatchUpTests {
     static let period = 64
 
-    /// Counts what it is handed, and whether any of it was the microphone's.
-    final class Counter: CaptureConsumer, @unchecked Sendable {
-        var frames = 0
-        var values: [Float] = []
-        let scratch = UnsafeMutablePointer<Float>.allocate(capacity: CatchUpTests.period)
-        init(allowed: Bool) {
-            super.init(channels: 1)
-            values.reserveCapacity(1 << 16)
-            running.store(true, ordering: .relaxed)
-            self.allowed.store(allowed, ordering: .relaxed)
-        }
-        deinit { scratch.deallocate() }
-        override func deliver(_ source: UnsafePointer<Float>?, channels: Int, frames count: Int) {
-            _ = take(source, channels: channels, frames: count, into: scratch)
-            values.append(contentsOf: UnsafeBufferPointer(start: scratch, count: count))
-            frames += count
-        }
-    }
+    typealias Counter = VoicePathTests.Recorder
 
     @Test("the microphone kept capturing through a stall: every frame reaches the recorder, in order, at once after")
     func microphoneBacklog() throws {
         let microphone = SampleRing(frames: 24_000, channels: 1)
         defer { microphone.deallocate() }
         let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
-        let heard = Counter(allowed: true)
-        let held = Counter(allowed: false)
+        let heard = Counter(voice: false)
+        let held = Counter(voice: false, allowed: false)
         router.add(heard)
         router.add(held)
         var next: Float = 1
@@ -55,7 +38,7 @@ struct CatchUpTests {
             capture(1)
             router.period(frames: Self.period)
         }
-        let before = heard.frames
+        let before = heard.frames.count
         // The audio thread stalls for 60 periods (80 ms at 64 frames) while the microphone goes on.
         capture(60)
         var calls = 0
@@ -65,18 +48,18 @@ struct CatchUpTests {
             calls += 1
         }
         let written = Int(next - 1) * Self.period
-        let behind = written - heard.frames
+        let behind = written - heard.frames.count
         print(
             "catch-up: 60 periods of stall worked off in \(calls) periods; \(behind / Self.period) periods wait in the ring "
                 + "(the cushion); \(router.caughtUpPeriods.load(ordering: .relaxed)) periods handed on to catch up"
         )
-        #expect(heard.frames - before == (60 + 10) * Self.period - (behind - 3 * Self.period), "nothing lost")
+        #expect(heard.frames.count - before == (60 + 10) * Self.period - (behind - 3 * Self.period), "nothing lost")
         #expect(behind <= 4 * Self.period, "back to the cushion: \(behind) frames behind")
         // Every period in order, none twice, none missing: the recorder heard 1, 2, 3, … one value a period.
-        let firsts = stride(from: 0, to: heard.values.count, by: Self.period).map { heard.values[$0] }
+        let firsts = stride(from: 0, to: heard.frames.count, by: Self.period).map { heard.frames[$0] }
         #expect(zip(firsts, firsts.dropFirst()).allSatisfy { $1 == $0 + 1 }, "in order")
-        #expect(held.frames == heard.frames, "a recorder held silent gets as many frames: its clock too")
-        #expect(held.values.allSatisfy { $0 == 0 }, "and only silence")
+        #expect(held.frames.count == heard.frames.count, "a recorder held silent gets as many frames: its clock too")
+        #expect(held.frames.allSatisfy { $0 == 0 }, "and only silence")
     }
 
     @Test("a burst from a late microphone reader is not a backlog: nothing is handed on early")
@@ -84,7 +67,7 @@ struct CatchUpTests {
         let microphone = SampleRing(frames: 24_000, channels: 1)
         defer { microphone.deallocate() }
         let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
-        let heard = Counter(allowed: true)
+        let heard = Counter(voice: false)
         router.add(heard)
         let block = [Float](repeating: 0.5, count: Self.period)
         func capture(_ periods: Int) {
@@ -99,13 +82,13 @@ struct CatchUpTests {
             router.period(frames: Self.period)
         }
         #expect(router.caughtUpPeriods.load(ordering: .relaxed) == 0)
-        #expect(heard.values.allSatisfy { $0 == 0.5 }, "no gap")
+        #expect(heard.frames.allSatisfy { $0 == 0.5 }, "no gap")
     }
 
     @Test("without a microphone, silence at the clock's rate: a late audio thread catches up")
     func clockWithoutMicrophone() throws {
         let router = CaptureRouter(microphone: nil, maxFrames: Self.period, sampleRate: 48000)
-        let recorder = Counter(allowed: true)
+        let recorder = Counter(voice: false)
         router.add(recorder)
         var start = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
@@ -113,7 +96,7 @@ struct CatchUpTests {
         usleep(100_000)
         router.period(frames: Self.period)
         // 100 ms and more is 75 periods due; one call hands on at most 16 more.
-        #expect(recorder.frames == (2 + CaptureRouter.catchUpLimit) * Self.period, "\(recorder.frames)")
+        #expect(recorder.frames.count == (2 + CaptureRouter.catchUpLimit) * Self.period, "\(recorder.frames.count)")
         // A few more periods (as the audio thread would make them, one per period) and it is back on time: within
         // the cushion of what is due by now. (Called faster than periods come, as here, it runs ahead instead: the
         // catch-up only adds.)
@@ -122,8 +105,8 @@ struct CatchUpTests {
         clock_gettime(CLOCK_MONOTONIC, &now)
         let elapsed = Double(now.tv_sec - start.tv_sec) + Double(now.tv_nsec - start.tv_nsec) / 1e9
         let due = Int(elapsed * 48000)
-        print("catch-up without a microphone: \(recorder.frames) frames for \(due) due after 6 periods")
-        #expect(recorder.frames >= due - 4 * Self.period, "caught up: \(recorder.frames) of \(due)")
-        #expect(recorder.values.allSatisfy { $0 == 0 })
+        print("catch-up without a microphone: \(recorder.frames.count) frames for \(due) due after 6 periods")
+        #expect(recorder.frames.count >= due - 4 * Self.period, "caught up: \(recorder.frames.count) of \(due)")
+        #expect(recorder.frames.allSatisfy { $0 == 0 })
     }
 }

@@ -24,11 +24,11 @@ struct VoicePathTests {
     final class Recorder: CaptureConsumer, @unchecked Sendable {
         var frames: [Float] = []
         let scratch = UnsafeMutablePointer<Float>.allocate(capacity: VoicePathTests.period)
-        init(voice: Bool) {
+        init(voice: Bool, allowed: Bool = true) {
             super.init(channels: 1)
             frames.reserveCapacity(VoicePathTests.rate * 8)
             running.store(true, ordering: .relaxed)
-            allowed.store(true, ordering: .relaxed)
+            self.allowed.store(allowed, ordering: .relaxed)
             self.voice.store(voice, ordering: .relaxed)
         }
         deinit { scratch.deallocate() }
