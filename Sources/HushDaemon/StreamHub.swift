@@ -340,11 +340,14 @@ final class StreamHub {
     func refresh() {
         let policy = host.policy
         let microphonePresent = router.microphone != nil
-        var anyHears = false
-        for entry in entries.values {
-            guard let view = rules.view(of: entry.id, in: policy, microphonePresent: microphonePresent) else {
-                continue
-            }
+        let views = entries.values.compactMap { entry in
+            rules.view(of: entry.id, in: policy, microphonePresent: microphonePresent).map { (entry, $0) }
+        }
+        let anyHears = views.contains { entry, view in entry.capture != nil && view.hearsMicrophone }
+        // The light is lit before the audio thread may hand a stream its first microphone frame, and put out only
+        // once no stream may have another (R20).
+        if anyHears && !microphoneInUse { microphoneChanged(true) }
+        for (entry, view) in views {
             let state = StreamMemory.State(view.state.value)
             if entry.memory.state != state { entry.memory.setState(state) }
             entry.playback?.counting.store(view.moves, ordering: .relaxed)
@@ -352,18 +355,17 @@ final class StreamHub {
             if let capture = entry.capture {
                 capture.allowed.store(view.hearsMicrophone, ordering: .relaxed)
                 capture.running.store(rules.stream(entry.id)?.started ?? false, ordering: .relaxed)
-                anyHears = anyHears || view.hearsMicrophone
             }
         }
         if anyHears != microphoneInUse {
             microphoneInUse = anyHears
+            if !anyHears { microphoneChanged(false) }
             let holders = microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
             let text =
                 anyHears
                 ? "microphone in use: \(holders.joined(separator: ", ")) [\(Rule.r20)]"
                 : "microphone no longer in use [\(Rule.r20)]"
             host.logger.notice("\(text)")
-            microphoneChanged(anyHears)
         }
     }
 
