@@ -20,7 +20,7 @@ let hushdPeriod = 512.0 / 48000
 /// How soon after the switch's edge hushd's silence may begin, by what it is made of: the GPIO edge's debounce, the
 /// audio thread's next period (the gate closes between two), and the capture router's cushion (two periods: what a
 /// stream receives is that far behind the microphone's latest, and the frames of the periods in flight may be the
-/// microphone's). Judged on when hushd made the frames (`Dating.production`), not when arecord wrote them.
+/// microphone's). Judged on when hushd made the frames (`Dating.production`, to within a period), not when arecord wrote them.
 let silenceBound = Double(privacyDebounceMilliseconds) / 1000 + 3 * hushdPeriod
 /// arecord's period through the hush device in these checks (-F, microseconds): how often it writes its file.
 let privacyRecorderPeriod = 10000
@@ -118,8 +118,9 @@ struct Dating {
     let points: [ArrivalWatch.Point]
     /// For each look: the earliest moment frame 0 can have been made, by the looks within 1.5 s of it. Frames arrive
     /// at most as fast as hushd makes them, at the real rate, so at every look `at - frames / rate` is no earlier
-    /// than when frame 0 was made; the smallest value nearby (the promptest delivery) dates the frames there. Never
-    /// earlier than the truth; later by that delivery's lag (a part of arecord's period).
+    /// than when frame 0 was made; the smallest value nearby (the promptest delivery) dates the frames there, as if
+    /// made one at a time at the real rate. hushd hands them over a period at a time, so a frame is dated up to a
+    /// period before the period that carried it was handed over, and late by the promptest delivery's lag.
     private let origins: [Double]
 
     init(_ points: [ArrivalWatch.Point]) {
