@@ -20,7 +20,8 @@ let hushdPeriod = 512.0 / 48000
 /// How soon after the switch's edge hushd's silence may begin, by what it is made of: the GPIO edge's debounce, the
 /// audio thread's next period (the gate closes between two), and the capture router's cushion (two periods: what a
 /// stream receives is that far behind the microphone's latest, and the frames of the periods in flight may be the
-/// microphone's). Judged on when hushd made the frames (`Dating.production`, to within a period), not when arecord wrote them.
+/// microphone's). Judged on when hushd made the frames (`Dating.production`, to within a period), not when arecord
+/// wrote them.
 let silenceBound = Double(privacyDebounceMilliseconds) / 1000 + 3 * hushdPeriod
 /// arecord's period through the hush device in these checks (-F, microseconds): how often it writes its file.
 let privacyRecorderPeriod = 10000
