@@ -185,7 +185,8 @@ func microphoneBlocked(_ application: Application) -> String {
 /// The first run of at least `length` zero samples in `samples` from `from` on: where it starts.
 func firstSilence(in samples: [Float], from: Int, length: Int) -> Int? {
     var run = 0
-    for index in max(0, from)..<samples.count {
+    // `from` may lie past the file's end (a recorder stopped before the frame hushd made at an edge).
+    for index in min(max(0, from), samples.count)..<samples.count {
         if samples[index] == 0 {
             run += 1
             if run >= length { return index - run + 1 }
