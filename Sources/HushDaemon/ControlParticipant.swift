@@ -63,6 +63,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         daemon.streamSummary = { [unowned self] in
             (streams.entries.count, streams.microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" })
         }
+        // The privacy switch's gate: the streams (and the microphone light, R20) follow it at once.
+        daemon.microphoneGateSinks.append { [unowned self] _ in streams.refresh() }
         daemon.decisionSinks.append { [unowned self] batch in
             // The streams first: what an application sees follows the decisions before anyone hears of them.
             streams.refresh()

@@ -76,7 +76,8 @@ final class DaemonRunner {
         )
         let captureSwitch = configuration.capture.flatMap { capture -> CaptureCardSwitch? in
             guard let card = capture.card, let name = capture.privacyControl else { return nil }
-            let element = ALSAElementName(name)
+            // A codec's "Capture Switch" is a mixer control (amixer's scontrol "Capture"), as route switches are.
+            let element = ALSAElementName(name, interface: .mixer)
             return CaptureCardSwitch(
                 card: card,
                 element: element,

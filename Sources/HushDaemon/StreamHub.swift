@@ -344,12 +344,15 @@ final class StreamHub {
     func refresh() {
         let policy = host.policy
         let microphonePresent = router.microphone != nil
-        var anyHears = false
+        let views = entries.values.compactMap { entry in
+            rules.view(of: entry.id, in: policy, microphonePresent: microphonePresent).map { (entry, $0) }
+        }
+        let anyHears = views.contains { entry, view in entry.capture != nil && view.hearsMicrophone }
+        // The light is lit before the audio thread may hand a stream its first microphone frame, and put out only
+        // once no stream may have another (R20).
+        if anyHears && !microphoneInUse { microphoneChanged(true) }
         var voiceStreams: [Entry] = []
-        for entry in entries.values {
-            guard let view = rules.view(of: entry.id, in: policy, microphonePresent: microphonePresent) else {
-                continue
-            }
+        for (entry, view) in views {
             let state = StreamMemory.State(view.state.value)
             if entry.memory.state != state { entry.memory.setState(state) }
             entry.playback?.counting.store(view.moves, ordering: .relaxed)
@@ -360,20 +363,19 @@ final class StreamHub {
                 capture.voice.store(voice, ordering: .relaxed)
                 capture.allowed.store(view.hearsMicrophone, ordering: .relaxed)
                 capture.running.store(started, ordering: .relaxed)
-                anyHears = anyHears || view.hearsMicrophone
                 if voice && started && view.hearsMicrophone { voiceStreams.append(entry) }
             }
         }
         updateVoicePath(voiceStreams)
         if anyHears != microphoneInUse {
             microphoneInUse = anyHears
+            if !anyHears { microphoneChanged(false) }
             let holders = microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" }
             let text =
                 anyHears
                 ? "microphone in use: \(holders.joined(separator: ", ")) [\(Rule.r20)]"
                 : "microphone no longer in use [\(Rule.r20)]"
             host.logger.notice("\(text)")
-            microphoneChanged(anyHears)
         }
     }
 

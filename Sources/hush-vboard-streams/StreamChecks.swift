@@ -13,7 +13,11 @@ import Glibc
 let microphonePlayback = "hw:Loopback,1,0"
 let microphonePCM = "hw:Loopback,0,0"
 /// The gpio-sim line the microphone light drives (`[outputs.mic_led]`).
-let microphoneLightLine = "spare"
+let microphoneLightLine = "mic-led"
+/// The gpio-sim line of the microphone privacy switch (`[inputs.mic_privacy]`, active low: pulled down is on).
+let privacySwitchLine = "mic-privacy"
+/// Its debounce, as configured below: part of the bound on how soon silence begins.
+let privacyDebounceMilliseconds = 10
 
 /// What this scenario adds to hushd's configuration (over the virtual profile, as the e2e scenario has it).
 let microphoneConfiguration = """
@@ -25,6 +29,14 @@ let microphoneConfiguration = """
     kind = "gpio"
     chip = "\(simChip)"
     line = "\(microphoneLightLine)"
+
+    [inputs.mic_privacy]
+    kind = "gpio"
+    chip = "\(simChip)"
+    line = "\(privacySwitchLine)"
+    active_low = true
+    bias = "as-is"
+    debounce_ms = \(privacyDebounceMilliseconds)
 
     """
 

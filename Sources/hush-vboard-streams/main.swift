@@ -20,7 +20,9 @@ import Glibc
 var arguments = Array(CommandLine.arguments.dropFirst())
 let appsMode = arguments.first == "--apps"
 if appsMode { arguments.removeFirst() }
-let checks = appsMode ? appsChecks : startChecks + microphoneChecks + playbackChecks + hostileChecks + endingChecks
+let checks =
+    appsMode
+    ? appsChecks : startChecks + microphoneChecks + privacyChecks + playbackChecks + hostileChecks + endingChecks
 if arguments.first == "--latency" {
     exit(measureLatency(takes: arguments.dropFirst().first.flatMap { Int($0) } ?? 5) ? 0 : 1)
 }

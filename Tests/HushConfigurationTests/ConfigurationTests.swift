@@ -75,10 +75,16 @@ struct ConfigurationTests {
         #expect(pi5.routeOutputs[Route("hdmi")]?.format == .s16LE)
         #expect(pi5.routeOutputs[Route("hdmi")]?.sampleRate == 48000)
         let gpio = pi5.gpioInputs
-        #expect(gpio.map(\.role) == [.silenceSwitch, .volumeButton(.up), .volumeButton(.down), .headphoneSense])
-        #expect(gpio.map(\.line) == [.offset(17), .offset(27), .offset(22), .offset(23)])
+        #expect(
+            gpio.map(\.role) == [
+                .silenceSwitch, .volumeButton(.up), .volumeButton(.down), .headphoneSense, .microphoneSwitch,
+            ]
+        )
+        #expect(gpio.map(\.line) == [.offset(17), .offset(27), .offset(22), .offset(23), .offset(26)])
         #expect(gpio[0].debounce == .milliseconds(10) && gpio[0].activeLow && gpio[0].bias == .pullUp)
         #expect(!gpio[3].activeLow && gpio[3].bias == .pullDown)
+        #expect(gpio[4].debounce == .milliseconds(10) && gpio[4].activeLow && gpio[4].bias == .pullUp)
+        #expect(pi5.outputs[.micLED] == .init(chip: "pinctrl-rp1", line: .offset(16)))
         #expect(pi5.alsaControlsCard == "sndrpihifiberry")
     }
 

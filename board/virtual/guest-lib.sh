@@ -3,9 +3,10 @@
 # hardware up; scenarios source it too (". /guest-lib.sh") for the helpers below. Nothing here runs on the host.
 #
 # The hardware, once vboard_bring_up has run:
-#   GPIO   gpio-sim chip labelled "hush-sim" (/dev/gpiochipN: see gpio_sim_chip), one bank of 6 lines:
-#            0 silence-switch  1 volume-up  2 volume-down  3 headphone-sense  4 led  5 spare
-#          Every line except "led" starts pulled up: a released button / open switch on active-low wiring.
+#   GPIO   gpio-sim chip labelled "hush-sim" (/dev/gpiochipN: see gpio_sim_chip), one bank of 7 lines:
+#            0 silence-switch  1 volume-up  2 volume-down  3 headphone-sense  4 led  5 mic-led  6 mic-privacy
+#          The inputs start pulled up: a released button / open switch on active-low wiring. The outputs ("led",
+#          the alert light, and "mic-led", the microphone light) are left to the program that drives them.
 #   sound  card 0 "Loopback" (snd-aloop: what is played on hw:Loopback,0,N is captured on hw:Loopback,1,N,
 #          2 substreams), card 1 "Dummy" (snd-dummy, hrtimer=1)
 #   input  /dev/uinput; evdev turns uinput devices into /dev/input/eventN
@@ -24,9 +25,9 @@
 #   vboard_load_module NAME [ARGS]  insmod a module packed into /modules (NAME without .ko)
 
 VBOARD_GPIO_LABEL=hush-sim
-VBOARD_LINES="silence-switch volume-up volume-down headphone-sense led spare"
+VBOARD_LINES="silence-switch volume-up volume-down headphone-sense led mic-led mic-privacy"
 VBOARD_GPIO_SIM_CONFIG=/sys/kernel/config/gpio-sim/hush
-VBOARD_OUTPUT_LINES="led"
+VBOARD_OUTPUT_LINES="led mic-led"
 
 # Module parameters, by module file name. The card indexes and ids are part of the board's contract
 # (board/profiles/virtual.toml and the tests use "Loopback" and "Dummy").

@@ -1,6 +1,6 @@
 # streams: applications' own audio through the `hush` ALSA device. hushd runs on the virtual profile with a
-# microphone (hushd records hw:Loopback,0,0, where the check plays a tone into hw:Loopback,1,0) and its light (the
-# gpio-sim line 'spare'); unmodified aplay and arecord play and record through hush:…, and raw clients that break
+# microphone (hushd records hw:Loopback,0,0, where the check plays a tone into hw:Loopback,1,0), its light (the
+# gpio-sim line 'mic-led') and its privacy switch ('mic-privacy'); unmodified aplay and arecord play and record through hush:…, and raw clients that break
 # the stream protocol play beside aplay (HostileChecks.swift); hush-vboard-streams judges what they did on the
 # loopback's capture side, in the files arecord wrote, by how long they took, by hushd's status and its log
 # (Sources/hush-vboard-streams, docs/virtual-board.md "The streams scenario").
