@@ -173,6 +173,10 @@ struct BaresipCallTests {
         }
     }
 
+    static func playAndRecordID(_ sessions: [[String: Any]]) -> Int? {
+        sessions.first { $0["category"] as? String == "playAndRecord" }?["id"] as? Int
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.isEmpty ? -240 : sorted[sorted.count / 2]
@@ -243,6 +247,8 @@ struct BaresipCallTests {
             (((try? hushd.status())?["sessions"] as? [[String: Any]]) ?? []).filter { $0["pid"] as? Int == a.pid }
         }
 
+        usleep(1_000_000)  // a second of music before the call, whatever starting the agents took
+
         // B calls A; A rings on hush:ringtone and the music is held.
         b.type("/dial sip:a@127.0.0.1:\(portA)")
         try Self.wait("A's ringtone stream running") {
@@ -270,6 +276,7 @@ struct BaresipCallTests {
 
         // The privacy switch (the console's stand-in, R21) during the call, then off again.
         hushd.type("privacy on")
+        let privacyOn = Date()
         var switched: [String: Any] = [:]
         var blocked: String?
         try hushd.wait("the privacy switch in force") {
@@ -290,6 +297,18 @@ struct BaresipCallTests {
         }
         usleep(2_000_000)
         let streamsAfterPrivacy = streamsOfA()
+        // The person starts the call's microphone again (baresip does not restart its stream): `play SESSION`.
+        let callSession = Self.playAndRecordID(sessionsOfA())
+        hushd.type("play \(callSession ?? -1)")
+        let restarted = Date()
+        var blockedAtRestart: String?
+        try? hushd.wait("the call's session started again", seconds: 5) {
+            blockedAtRestart =
+                sessionsOfA().first { $0["category"] as? String == "playAndRecord" }?["microphoneBlocked"]
+                as? String
+            return blockedAtRestart == nil
+        }
+        usleep(2_000_000)
 
         // B hangs up: A's streams close, its session ends as by R10 (notifyOthers), the music resumes.
         b.type("/hangup")
@@ -313,6 +332,9 @@ struct BaresipCallTests {
         let bReceived = Double(receivedByB.count) / rate
         let farLevels = Self.levels(of: Self.farEnd, in: receivedByA, rate: Self.callRate)
         let farInA = farLevels.filter { $0 > -40 }.count
+        // Where the switch was, in A's recording (it began as the call did): its frames kept coming throughout.
+        let privacyAt = privacyOn.timeIntervalSince(answered)
+        let muted = restarted.timeIntervalSince(privacyOn)
 
         // The mix, in 20 ms windows: where the ringtone, the far end and the music are heard.
         let mixRate = ALSADeviceTests.mixRate
@@ -334,7 +356,9 @@ struct BaresipCallTests {
         print(
             """
             baresip call: rang \(String(format: "%.2f", ringDuration)) s, call \(String(format: "%.2f", call)) s; \
-            A sent \(String(format: "%.2f", aSent)) s (\(sentByA.filter { $0 != 0 }.count) non-zero samples), \
+            privacy switch on at \(String(format: "%.2f", privacyAt)) s, \(String(format: "%.2f", muted)) s until \
+            the restart; A sent \(String(format: "%.2f", aSent)) s (\(sentByA.filter { $0 != 0 }.count) non-zero \
+            samples), \
             B received \(String(format: "%.2f", bReceived)) s, A received the far end in \(farInA) windows of 20 ms; \
             mix: ring in \(ringWindows.count) windows (music in \(musicOverRing) of them), far end in \
             \(farWindows.count) at \(String(format: "%.1f", farLevel)) dBFS (music in \(musicOverCall)), music \
@@ -360,6 +384,7 @@ struct BaresipCallTests {
         #expect(blocked == "privacySwitch")
         #expect(blockedAfter == "awaitingStart", "after the switch: \(blockedAfter ?? "nothing")")
         #expect(streamsAfterPrivacy.count == 2, "the call's streams stay open: \(streamsAfterPrivacy)")
+        #expect(blockedAtRestart == nil, "after `play \(callSession ?? -1)`: \(blockedAtRestart ?? "")")
 
         // Audio both ways. A's source (hush:voice capture) gave silence — no microphone on this host — at the
         // real rate, privacy switch or not: the call's clock ran for the whole call, and B received it.

@@ -353,8 +353,7 @@ extension RunningHushd {
 
 /// The built hushd with its console on a pipe (typed into with ``type(_:)``: the switch, the jack, media keys, a
 /// session by hand), the silence switch a terminal control, and its mix in `wav` (the WAV fallback, paced like a
-/// device). `extra` is appended to its configuration (more tables: `[capture]`, …); `environment` is added to the
-/// test's for hushd (`ALSA_CONFIG_PATH` for a microphone PCM of the test's own).
+/// device).
 final class ConsoleHushd {
     let scratch: ScratchDirectory
     let process = Process()
@@ -363,7 +362,7 @@ final class ConsoleHushd {
     var wav: String { scratch.path + "/mix.wav" }
     var log: String { scratch.path + "/hushd.log" }
 
-    init(extra: String = "", environment: [String: String] = [:]) throws {
+    init() throws {
         try ALSADeviceTests.requireTools()
         scratch = try ScratchDirectory(prefix: "hush-console")
         let config = scratch.path + "/hushd.toml"
@@ -385,8 +384,6 @@ final class ConsoleHushd {
 
         [alsa_controls]
         enabled = false
-
-        \(extra)
         """.write(toFile: config, atomically: true, encoding: .utf8)
         FileManager.default.createFile(atPath: log, contents: nil)
         let handle = try #require(FileHandle(forWritingAtPath: log))
@@ -394,9 +391,6 @@ final class ConsoleHushd {
         process.arguments = [
             "--pdeathsig", "KILL", HushdTranscriptTests.hushd.path, "--config", config, "--console", "stdio",
         ]
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
         process.standardInput = console
         process.standardOutput = handle
         process.standardError = handle
