@@ -32,10 +32,12 @@ deps:
 	$(call install-missing,$(APT_PACKAGES))
 
 ## test-tools: the programs the host tests play through the hush ALSA device besides aplay (ALSAApplicationsTests;
-## make test, never make run): Debian's alsa-utils, mpd and mpc, espeak-ng, GStreamer with alsasink and PortAudio, and Python's sounddevice
-## from PyPI in .build/python-venv at the versions Tests/HushIntegrationTests/Fixtures/python/requirements.txt pins.
+## make test, never make run): Debian's alsa-utils, mpd and mpc, espeak-ng, GStreamer with alsasink and PortAudio,
+## baresip-core (the SIP phone of BaresipCallTests, with its alsa, aufile, aubridge and sndfile modules), and
+## Python's sounddevice from PyPI in .build/python-venv at the versions
+## Tests/HushIntegrationTests/Fixtures/python/requirements.txt pins.
 TEST_APT_PACKAGES := alsa-utils mpd mpc espeak-ng gstreamer1.0-tools gstreamer1.0-alsa gstreamer1.0-plugins-base \
-    libportaudio2 python3-venv
+    libportaudio2 python3-venv baresip-core
 PYTHON_VENV := .build/python-venv
 PYTHON_REQUIREMENTS := Tests/HushIntegrationTests/Fixtures/python/requirements.txt
 .PHONY: test-tools test-packages
