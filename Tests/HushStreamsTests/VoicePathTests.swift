@@ -235,7 +235,7 @@ struct VoicePathTests {
         let hook = rig.router.hook
         var allocations: Int64 = 0
         var frees: Int64 = 0
-        var samples = [Float](repeating: 0.01, count: Self.period)
+        let samples = [Float](repeating: 0.01, count: Self.period)
         for _ in 0..<1000 {
             samples.withUnsafeBufferPointer { _ = rig.microphone.write($0.baseAddress!, frames: Self.period) }
             let before = (hush_allocations_on_this_thread(), hush_frees_on_this_thread())
