@@ -1,0 +1,256 @@
+// echo-room: the acoustic path of the virtual board's voice scenario (board/virtual/scenarios/voice.sh). It hears
+// what hushd plays on each route (a snd-aloop capture substream), delays each by its route's own delay, sums them,
+// passes the sum through a room response (a sparse FIR read from a file: a direct path and decaying reflections),
+// adds a near-end talker from the moment the far end's first sound arrives and a low noise floor, and plays the
+// result into the substream hushd's `[capture] pcm` records: the microphone. It keeps the real rate (the loopback's
+// clock), runs SCHED_FIFO, and counts every xrun of its own, since an xrun moves the echo in time.
+//
+// It writes a tap of what it played, float32 interleaved: the echo, the near-end talker, and the microphone as
+// written (all three at the microphone's frames); and prints, when it ends, the frame the call started at (the far
+// end's first sound), each route's first and last frame with sound, its xruns and its own latency (frames from a
+// route's capture to the microphone's playback, beyond the route's delay).
+//
+//   echo-room --route PCM=DELAY_MS [--route PCM=DELAY_MS] --microphone PCM --response FILE --near FILE
+//             --tap FILE [--noise DBFS] [--queue MS] [--seconds S] [--priority N]
+//
+// --response: lines "TAP GAIN" (TAP in frames at 48 kHz); --near: float32 mono at 48 kHz, from the call's start.
+// The routes' and microphone's format is S16_LE, 2 channels, 48000 Hz (hushd's on the virtual profile).
+#define _GNU_SOURCE
+#include <alsa/asoundlib.h>
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define RATE 48000
+#define CHANNELS 2
+#define PERIOD 240 /* 5 ms */
+#define MAX_ROUTES 4
+
+static volatile sig_atomic_t stopping;
+static void on_signal(int number) { (void)number; stopping = 1; }
+
+static void die(const char *what, const char *pcm, int error) {
+    fprintf(stderr, "echo-room: %s %s: %s\n", what, pcm, error ? snd_strerror(error) : "");
+    exit(1);
+}
+
+static snd_pcm_t *open_pcm(const char *name, snd_pcm_stream_t stream, snd_pcm_uframes_t start_threshold) {
+    snd_pcm_t *pcm;
+    int error = snd_pcm_open(&pcm, name, stream, 0);
+    if (error < 0) die("cannot open", name, error);
+    snd_pcm_hw_params_t *hw;
+    snd_pcm_hw_params_malloc(&hw);
+    snd_pcm_hw_params_any(pcm, hw);
+    snd_pcm_uframes_t period = PERIOD, buffer = PERIOD * 32;
+    if ((error = snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)) < 0 ||
+        (error = snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE)) < 0 ||
+        (error = snd_pcm_hw_params_set_channels(pcm, hw, CHANNELS)) < 0 ||
+        (error = snd_pcm_hw_params_set_rate(pcm, hw, RATE, 0)) < 0 ||
+        (error = snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, 0)) < 0 ||
+        (error = snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer)) < 0 ||
+        (error = snd_pcm_hw_params(pcm, hw)) < 0)
+        die("cannot set S16_LE, 2 channels, 48000 Hz, 5 ms periods on", name, error);
+    snd_pcm_hw_params_free(hw);
+    snd_pcm_sw_params_t *sw;
+    snd_pcm_sw_params_malloc(&sw);
+    snd_pcm_sw_params_current(pcm, sw);
+    snd_pcm_sw_params_set_start_threshold(pcm, sw, start_threshold);
+    if ((error = snd_pcm_sw_params(pcm, sw)) < 0) die("cannot set the start threshold of", name, error);
+    snd_pcm_sw_params_free(sw);
+    return pcm;
+}
+
+// Roughly Gaussian, unit variance (four uniforms), from a fixed seed: the same floor every run.
+static uint64_t seed = 0x9E3779B97F4A7C15u;
+static double uniform(void) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return (double)(seed >> 11) / 9007199254740992.0;
+}
+static double gaussian(void) { return (uniform() + uniform() + uniform() + uniform() - 2) * 1.732; }
+
+static int compare_long(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    const char *route_names[MAX_ROUTES];
+    int route_delays[MAX_ROUTES];
+    int routes = 0;
+    const char *microphone_name = NULL, *response_path = NULL, *near_path = NULL, *tap_path = NULL;
+    double noise_db = -70, queue_ms = 15, seconds = 0;
+    int priority = 72;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *option = argv[i], *value = argv[i + 1];
+        if (strcmp(option, "--route") == 0 && routes < MAX_ROUTES) {
+            char *equals = strrchr(value, '=');
+            if (!equals) die("--route needs PCM=DELAY_MS, not", value, 0);
+            *equals = 0;
+            route_names[routes] = value;
+            route_delays[routes++] = (int)lround(atof(equals + 1) * RATE / 1000);
+        } else if (strcmp(option, "--microphone") == 0) microphone_name = value;
+        else if (strcmp(option, "--response") == 0) response_path = value;
+        else if (strcmp(option, "--near") == 0) near_path = value;
+        else if (strcmp(option, "--tap") == 0) tap_path = value;
+        else if (strcmp(option, "--noise") == 0) noise_db = atof(value);
+        else if (strcmp(option, "--queue") == 0) queue_ms = atof(value);
+        else if (strcmp(option, "--seconds") == 0) seconds = atof(value);
+        else if (strcmp(option, "--priority") == 0) priority = atoi(value);
+        else die("unknown option", option, 0);
+    }
+    if (routes == 0 || !microphone_name || !response_path || !near_path || !tap_path) {
+        fprintf(stderr, "usage: echo-room --route PCM=DELAY_MS [--route ...] --microphone PCM --response FILE "
+                        "--near FILE --tap FILE [--noise DBFS] [--queue MS] [--seconds S] [--priority N]\n");
+        return 64;
+    }
+
+    // The room response.
+    FILE *file = fopen(response_path, "r");
+    if (!file) die("cannot read", response_path, 0);
+    int taps = 0, longest = 0;
+    static int tap_at[8192];
+    static float tap_gain[8192];
+    while (taps < 8192 && fscanf(file, "%d %f", &tap_at[taps], &tap_gain[taps]) == 2) {
+        if (tap_at[taps] > longest) longest = tap_at[taps];
+        taps++;
+    }
+    fclose(file);
+    // The near-end talker.
+    file = fopen(near_path, "rb");
+    if (!file) die("cannot read", near_path, 0);
+    fseek(file, 0, SEEK_END);
+    long near_frames = ftell(file) / (long)sizeof(float);
+    fseek(file, 0, SEEK_SET);
+    float *near = malloc(sizeof(float) * (size_t)(near_frames + 1));
+    if (fread(near, sizeof(float), (size_t)near_frames, file) != (size_t)near_frames) die("cannot read", near_path, 0);
+    fclose(file);
+    FILE *tap = fopen(tap_path, "wb");
+    if (!tap) die("cannot write", tap_path, 0);
+
+    // Delay lines: each route's mono signal, then their sum through the room. Sizes are powers of two.
+    int longest_delay = 0;
+    for (int r = 0; r < routes; r++)
+        if (route_delays[r] > longest_delay) longest_delay = route_delays[r];
+    size_t delay_size = 1, history_size = 1;
+    while (delay_size < (size_t)(longest_delay + PERIOD + 1)) delay_size <<= 1;
+    while (history_size < (size_t)(longest + PERIOD + 1)) history_size <<= 1;
+    float *delay_line[MAX_ROUTES];
+    for (int r = 0; r < routes; r++) delay_line[r] = calloc(delay_size, sizeof(float));
+    float *history = calloc(history_size, sizeof(float));
+
+    snd_pcm_uframes_t queue = (snd_pcm_uframes_t)lround(queue_ms * RATE / 1000);
+    snd_pcm_t *capture[MAX_ROUTES];
+    for (int r = 0; r < routes; r++) capture[r] = open_pcm(route_names[r], SND_PCM_STREAM_CAPTURE, 1);
+    snd_pcm_t *microphone = open_pcm(microphone_name, SND_PCM_STREAM_PLAYBACK, queue);
+
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    mlockall(MCL_CURRENT | MCL_FUTURE);
+    struct sched_param parameters = {.sched_priority = priority};
+    if (sched_setscheduler(0, SCHED_FIFO, &parameters) != 0) fprintf(stderr, "echo-room: no SCHED_FIFO\n");
+
+    static int16_t silence[PERIOD * CHANNELS * 64];
+    int16_t input[PERIOD * CHANNELS], output[PERIOD * CHANNELS];
+    float taps_out[PERIOD * 3];
+    // Fills the microphone's queue: its length is the room's own latency (with a capture period).
+    snd_pcm_writei(microphone, silence, queue);
+    for (int r = 0; r < routes; r++) snd_pcm_start(capture[r]);
+    printf("echo-room: ready: %d route(s), %d taps over %.1f ms, queue %.1f ms\n", routes, taps,
+           longest * 1000.0 / RATE, queue * 1000.0 / RATE);
+    fflush(stdout);
+
+    long frame = 0, call_start = -1, near_index = 0;
+    long first_sound[MAX_ROUTES], last_sound[MAX_ROUTES];
+    int capture_xruns[MAX_ROUTES] = {0}, microphone_xruns = 0;
+    for (int r = 0; r < routes; r++) first_sound[r] = last_sound[r] = -1;
+    long *latencies = malloc(sizeof(long) * 200000);
+    long latency_count = 0;
+    double noise = pow(10, noise_db / 20);
+    long limit = seconds > 0 ? (long)(seconds * RATE) : -1;
+    while (!stopping && (limit < 0 || frame < limit)) {
+        float mono[MAX_ROUTES][PERIOD];
+        snd_pcm_sframes_t late = 0;
+        for (int r = 0; r < routes; r++) {
+            snd_pcm_sframes_t got = snd_pcm_readi(capture[r], input, PERIOD);
+            if (got == -EPIPE || got == -ESTRPIPE) {
+                capture_xruns[r]++;
+                snd_pcm_prepare(capture[r]);
+                snd_pcm_start(capture[r]);
+                got = 0;
+            } else if (got < 0) {
+                if (got == -EINTR) break;
+                die("cannot read", route_names[r], (int)got);
+            }
+            if (got < PERIOD) memset(input + got * CHANNELS, 0, sizeof(int16_t) * CHANNELS * (PERIOD - got));
+            if (r == 0) late = snd_pcm_avail_update(capture[r]);
+            for (int n = 0; n < PERIOD; n++) {
+                int left = input[n * CHANNELS], right = input[n * CHANNELS + 1];
+                mono[r][n] = (float)(left + right) / 65536.0f;
+                if (left != 0 || right != 0) {
+                    if (first_sound[r] < 0) first_sound[r] = frame + n;
+                    last_sound[r] = frame + n;
+                    if (call_start < 0) call_start = frame + n;
+                }
+            }
+        }
+        if (stopping) break;
+        for (int n = 0; n < PERIOD; n++) {
+            long t = frame + n;
+            float x = 0;
+            for (int r = 0; r < routes; r++) {
+                delay_line[r][(size_t)t & (delay_size - 1)] = mono[r][n];
+                x += delay_line[r][(size_t)(t - route_delays[r]) & (delay_size - 1)];
+            }
+            history[(size_t)t & (history_size - 1)] = x;
+            float echo = 0;
+            for (int k = 0; k < taps; k++) echo += tap_gain[k] * history[(size_t)(t - tap_at[k]) & (history_size - 1)];
+            float talker = 0;
+            if (call_start >= 0 && t >= call_start && near_index < near_frames) talker = near[near_index++];
+            float total = echo + talker + (float)(noise * gaussian());
+            long value = lroundf(total * 32767.0f);
+            if (value > 32767) value = 32767;
+            if (value < -32768) value = -32768;
+            output[n * CHANNELS] = output[n * CHANNELS + 1] = (int16_t)value;
+            taps_out[n * 3] = echo;
+            taps_out[n * 3 + 1] = talker;
+            taps_out[n * 3 + 2] = (float)value / 32767.0f;
+        }
+        fwrite(taps_out, sizeof(float), PERIOD * 3, tap);
+        snd_pcm_sframes_t wrote = snd_pcm_writei(microphone, output, PERIOD);
+        if (wrote == -EPIPE || wrote == -ESTRPIPE) {
+            microphone_xruns++;
+            snd_pcm_prepare(microphone);
+            snd_pcm_writei(microphone, silence, queue);
+            snd_pcm_writei(microphone, output, PERIOD);
+        } else if (wrote < 0 && wrote != -EINTR) {
+            die("cannot write", microphone_name, (int)wrote);
+        }
+        snd_pcm_sframes_t queued = 0;
+        if (snd_pcm_delay(microphone, &queued) == 0 && late >= 0 && latency_count < 200000)
+            latencies[latency_count++] = late + queued;
+        frame += PERIOD;
+    }
+    fclose(tap);
+    qsort(latencies, (size_t)latency_count, sizeof(long), compare_long);
+    double median = latency_count ? latencies[latency_count / 2] * 1000.0 / RATE : -1;
+    double low = latency_count ? latencies[0] * 1000.0 / RATE : -1;
+    double high = latency_count ? latencies[latency_count - 1] * 1000.0 / RATE : -1;
+    printf("echo-room: frames %ld; call start %ld; microphone xruns %d; latency median %.2f ms (%.2f to %.2f)\n", frame,
+           call_start, microphone_xruns, median, low, high);
+    for (int r = 0; r < routes; r++)
+        printf("echo-room: route %d %s delay %d frames: sound from %ld to %ld; xruns %d\n", r, route_names[r],
+               route_delays[r], first_sound[r], last_sound[r], capture_xruns[r]);
+    fflush(stdout);
+    for (int r = 0; r < routes; r++) snd_pcm_close(capture[r]);
+    snd_pcm_drop(microphone);
+    snd_pcm_close(microphone);
+    return 0;
+}
