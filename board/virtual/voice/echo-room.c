@@ -14,10 +14,10 @@
 // at is printed as "mark"): the check sends it just before it changes hushd's route.
 //
 //   echo-room --route PCM=DELAY_MS [--route PCM=DELAY_MS] --microphone PCM --response FILE --near FILE
-//             --tap FILE [--noise DBFS] [--queue MS] [--seconds S] [--priority N]
+//             --tap FILE [--rate HZ] [--noise DBFS] [--queue MS] [--seconds S] [--priority N]
 //
-// --response: lines "TAP GAIN" (TAP in frames at 48 kHz); --near: float32 mono at 48 kHz, from the call's start.
-// The routes' and microphone's format is S16_LE, 2 channels, 48000 Hz (hushd's on the virtual profile).
+// --response: lines "TAP GAIN" (TAP in frames); --near: float32 mono, from the call's start; both at --rate (48000 by
+// default). The routes' and microphone's format is S16_LE, 2 channels, at that rate (hushd's output's).
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
 #include <errno.h>
@@ -30,9 +30,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define RATE 48000
 #define CHANNELS 2
-#define PERIOD 240 /* 5 ms */
+#define MAX_PERIOD 480 /* 5 ms at 96 kHz */
 #define MAX_ROUTES 4
 
 static volatile sig_atomic_t stopping, marked;
@@ -44,6 +43,9 @@ static void die(const char *what, const char *pcm, int error) {
     exit(1);
 }
 
+static unsigned RATE = 48000;
+static long PERIOD = 240;
+
 static snd_pcm_t *open_pcm(const char *name, snd_pcm_stream_t stream, snd_pcm_uframes_t start_threshold) {
     snd_pcm_t *pcm;
     int error = snd_pcm_open(&pcm, name, stream, 0);
@@ -51,7 +53,7 @@ static snd_pcm_t *open_pcm(const char *name, snd_pcm_stream_t stream, snd_pcm_uf
     snd_pcm_hw_params_t *hw;
     snd_pcm_hw_params_malloc(&hw);
     snd_pcm_hw_params_any(pcm, hw);
-    snd_pcm_uframes_t period = PERIOD, buffer = PERIOD * 32;
+    snd_pcm_uframes_t period = (snd_pcm_uframes_t)PERIOD, buffer = (snd_pcm_uframes_t)PERIOD * 32;
     if ((error = snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED)) < 0 ||
         (error = snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE)) < 0 ||
         (error = snd_pcm_hw_params_set_channels(pcm, hw, CHANNELS)) < 0 ||
@@ -59,7 +61,7 @@ static snd_pcm_t *open_pcm(const char *name, snd_pcm_stream_t stream, snd_pcm_uf
         (error = snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, 0)) < 0 ||
         (error = snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer)) < 0 ||
         (error = snd_pcm_hw_params(pcm, hw)) < 0)
-        die("cannot set S16_LE, 2 channels, 48000 Hz, 5 ms periods on", name, error);
+        die("cannot set S16_LE, 2 channels, the rate and 5 ms periods on", name, error);
     snd_pcm_hw_params_free(hw);
     snd_pcm_sw_params_t *sw;
     snd_pcm_sw_params_malloc(&sw);
@@ -99,7 +101,11 @@ int main(int argc, char **argv) {
             if (!equals) die("--route needs PCM=DELAY_MS, not", value, 0);
             *equals = 0;
             route_names[routes] = value;
-            route_delays[routes++] = (int)lround(atof(equals + 1) * RATE / 1000);
+            route_delays[routes++] = (int)(atof(equals + 1) * 1000); // µs until the rate is known
+        } else if (strcmp(option, "--rate") == 0) {
+            RATE = (unsigned)atoi(value);
+            PERIOD = (long)RATE / 200;
+            if (PERIOD < 8 || PERIOD > MAX_PERIOD) die("unsupported --rate", value, 0);
         } else if (strcmp(option, "--microphone") == 0) microphone_name = value;
         else if (strcmp(option, "--response") == 0) response_path = value;
         else if (strcmp(option, "--near") == 0) near_path = value;
@@ -116,6 +122,7 @@ int main(int argc, char **argv) {
         return 64;
     }
 
+    for (int r = 0; r < routes; r++) route_delays[r] = (int)lround((double)route_delays[r] * RATE / 1000000.0);
     // The room response.
     FILE *file = fopen(response_path, "r");
     if (!file) die("cannot read", response_path, 0);
@@ -168,10 +175,11 @@ int main(int argc, char **argv) {
     struct sched_param parameters = {.sched_priority = priority};
     if (sched_setscheduler(0, SCHED_FIFO, &parameters) != 0) fprintf(stderr, "echo-room: no SCHED_FIFO\n");
 
-    static int16_t silence[PERIOD * CHANNELS * 64];
-    int16_t input[PERIOD * CHANNELS], output[PERIOD * CHANNELS];
-    float taps_out[PERIOD * 3];
-    // Fills the microphone's queue: its length is the room's own latency (with a capture period).
+    static int16_t silence[MAX_PERIOD * CHANNELS * 64];
+    int16_t input[MAX_PERIOD * CHANNELS], output[MAX_PERIOD * CHANNELS];
+    float taps_out[MAX_PERIOD * 3];
+    // Fills the microphone's queue: its length is the room's own latency (with a capture period). Xruns and the
+    // latency are counted from the call's start on.
     snd_pcm_writei(microphone, silence, queue);
     for (int r = 0; r < routes; r++) snd_pcm_start(capture[r]);
     printf("echo-room: ready: %d route(s), %d taps over %.1f ms, queue %.1f ms\n", routes, taps,
@@ -189,7 +197,7 @@ int main(int argc, char **argv) {
     int64_t noise = llround(pow(10, noise_db / 20) * 32767.0 * 256.0 * sqrt(3.0));
     long limit = seconds > 0 ? (long)(seconds * RATE) : -1;
     while (!stopping && (limit < 0 || frame < limit)) {
-        int32_t mono[MAX_ROUTES][PERIOD];
+        int32_t mono[MAX_ROUTES][MAX_PERIOD];
         snd_pcm_sframes_t late = 0;
         for (int r = 0; r < routes; r++) {
             // A whole period, through signals (SIGUSR1's mark interrupts the wait).
@@ -200,7 +208,7 @@ int main(int argc, char **argv) {
                 if (part < 0) {
                     // An overrun, or the loopback stopped this side (-EIO when its other side went away): counted
                     // (the echo moved in time), and started again with silence for the rest of the period.
-                    capture_xruns[r]++;
+                    if (call_start >= 0) capture_xruns[r]++;
                     if (capture_xruns[r] > 1000) die("cannot read", route_names[r], (int)part);
                     snd_pcm_drop(capture[r]);
                     snd_pcm_prepare(capture[r]);
@@ -247,22 +255,30 @@ int main(int argc, char **argv) {
             taps_out[n * 3 + 1] = (float)talker / (32767.0f * 256.0f);
             taps_out[n * 3 + 2] = (float)value / 32767.0f;
         }
-        fwrite(taps_out, sizeof(float), PERIOD * 3, tap);
+        fwrite(taps_out, sizeof(float), (size_t)PERIOD * 3, tap);
         for (snd_pcm_sframes_t wrote = 0; wrote < PERIOD && !stopping;) {
             snd_pcm_sframes_t part = snd_pcm_writei(microphone, output + wrote * CHANNELS, (snd_pcm_uframes_t)(PERIOD - wrote));
             if (part == -EINTR) continue;
             if (part < 0) {
                 // An underrun: counted, and the queue filled again (the room's latency as it was).
-                microphone_xruns++;
+                // Before the call only the latency matters: the routes' backlog is dropped, so that the queue is the
+                // room's latency again. During the call it is counted (the echo moved), from 0.5 s on: when hushd's
+                // output starts on the loopback the room's first reads wait long once, every take.
+                if (call_start >= 0 && frame > call_start + (long)RATE / 2) microphone_xruns++;
                 if (microphone_xruns > 1000) die("cannot write", microphone_name, (int)part);
                 snd_pcm_prepare(microphone);
                 snd_pcm_writei(microphone, silence, queue);
+                if (call_start < 0)
+                    for (int r = 0; r < routes; r++) {
+                        snd_pcm_sframes_t backlog = snd_pcm_avail(capture[r]);
+                        if (backlog > 0) snd_pcm_forward(capture[r], (snd_pcm_uframes_t)backlog);
+                    }
                 continue;
             }
             wrote += part;
         }
         snd_pcm_sframes_t queued = 0;
-        if (snd_pcm_delay(microphone, &queued) == 0 && late >= 0 && latency_count < 200000)
+        if (call_start >= 0 && frame > call_start + (long)RATE / 2 && snd_pcm_delay(microphone, &queued) == 0 && late >= 0 && latency_count < 200000)
             latencies[latency_count++] = late + queued;
         frame += PERIOD;
     }

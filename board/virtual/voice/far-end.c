@@ -2,9 +2,9 @@
 // into one PCM and records another at the same time (both usually `hush:voice`: one process's two directions with
 // one category are one session, R17), from two threads opened together, and writes what it received to a file.
 //
-//   far-end --play PCM --record PCM --file FAR.raw --out RECEIVED.raw --seconds S
+//   far-end --play PCM --record PCM --file FAR.raw --out RECEIVED.raw --seconds S [--rate HZ]
 //
-// Both files are S16_LE mono at 48000 Hz; it records S seconds and plays the file (then silence) meanwhile. It prints
+// Both files are S16_LE mono at --rate (48000 Hz by default); it records S seconds and plays the file (then silence) meanwhile. It prints
 // the frames played and recorded and the xruns of each direction.
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RATE 48000
-#define PERIOD 480 /* 10 ms */
+static unsigned RATE = 48000;
+static long PERIOD = 480; /* 10 ms */
 
 struct direction {
     snd_pcm_t *pcm;
@@ -89,6 +89,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--file") == 0) file_path = argv[i + 1];
         else if (strcmp(argv[i], "--out") == 0) out_path = argv[i + 1];
         else if (strcmp(argv[i], "--seconds") == 0) seconds = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--rate") == 0) {
+            RATE = (unsigned)atoi(argv[i + 1]);
+            PERIOD = (long)RATE / 100;
+        }
     }
     if (!play_name || !record_name || !file_path || !out_path || seconds <= 0) {
         fprintf(stderr, "usage: far-end --play PCM --record PCM --file FAR.raw --out RECEIVED.raw --seconds S\n");
