@@ -239,11 +239,15 @@ package final class Daemon {
     }
 
     /// The delay between a period's mix and the microphone frames read in the same period that hold its echo, ms:
-    /// the output device's queue, then the microphone's device period and what waited in its ring.
+    /// the output device's queue, then the microphone's device period and the router's cushion (two periods and a
+    /// half on average: a period's phase against the microphone's). Not the ring's level at the moment asked: a
+    /// late audio thread's backlog (handed on at once, `CaptureRouter`) is not an echo's delay — the virtual board
+    /// saw 304 ms passed for a path that had moved by 40.
     package var voiceDelayMilliseconds: Int {
         let rate = Double(audio.engine.format.sampleRate)
+        let period = Double(setup.output.periodFrames)
         let output = Double(outputQueuedFrames) / rate * 1000
-        let capture = Double(setup.output.periodFrames + captureRouter.microphoneQueuedFrames) / rate * 1000
+        let capture = (period + (Double(CaptureRouter.cushionPeriods) + 0.5) * period) / rate * 1000
         return Int((output + capture).rounded())
     }
 

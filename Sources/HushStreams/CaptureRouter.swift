@@ -83,9 +83,6 @@ public final class CaptureRouter: @unchecked Sendable {
     /// Whether a consumer takes periods, or one is on its way (the audio thread must not go idle): either side.
     public var wantsPeriods: Bool { consumers.load(ordering: .relaxed) > 0 || commands.count > 0 }
 
-    /// Frames waiting in the microphone's ring now (either side): part of the voice path's delay.
-    public var microphoneQueuedFrames: Int { microphone?.available ?? 0 }
-
     /// Control side: whether another stream fits.
     public var hasRoom: Bool { held.count < Self.capacity }
 
@@ -184,7 +181,7 @@ public final class CaptureRouter: @unchecked Sendable {
     }
 
     /// Periods the router hands on after the one it is called for, while it waits for the late audio thread.
-    static let cushionPeriods = 2
+    public static let cushionPeriods = 2
     static let catchUpLimit = 16
     /// Periods handed on to catch up with the microphone's (or the clock's) real rate since start.
     public let caughtUpPeriods = Atomic<Int>(0)

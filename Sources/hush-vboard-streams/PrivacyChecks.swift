@@ -221,19 +221,6 @@ final class PrivacySwitch {
     }
 }
 
-/// A small random number generator (SplitMix64): a run is repeated from its seed.
-struct SplitMix {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-}
-
 let privacyChecks: [Check] = [
     Check(name: "streams-privacy-switch-silences-the-microphone-at-once") {
         let privacy = try PrivacySwitch()
@@ -433,7 +420,7 @@ let privacyChecks: [Check] = [
             try privacy.set(on: false)
             try privacy.waitForStatus(on: false)
             let seed = UInt64(26_000 + attempt)
-            var random = SplitMix(state: seed)
+            var random = SplitMix(seed: seed)
             let steps = 80
             struct Recorder {
                 var application: Application

@@ -1,0 +1,36 @@
+# voice: a call through hushd with an echo path of real drivers. hushd runs on the virtual profile with its microphone
+# on the loopback (hw:Loopback,0,0); the echo room (payload voice/echo-room, board/virtual/voice/echo-room.c) hears
+# each route on the loopback's other side, delays it, passes it through a room response, adds a near-end talker and
+# a noise floor and plays it into the microphone; the far end (voice/far-end) plays a talker into the hush device
+# and records from it in one process. hush-vboard-streams --voice judges what the far end received against the
+# room's tap: ERLE, the near end in double-talk, the ERLE after a route change, in voiceChat and in default mode
+# (docs/virtual-board.md, "The voice scenario").
+# vboard-timeout: 600
+# vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; run-all.sh passes it
+# vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
+# vboard-payload: hushctl  build it with 'swift build --product hushctl'; run-all.sh passes it
+# vboard-payload: virtual.toml  run-all.sh copies board/profiles/virtual.toml
+# vboard-payload: libasound_module_pcm_hush.so  build it with 'make alsa-plugin'; run-all.sh passes it
+# vboard-payload: 50-hush.conf  run-all.sh copies deploy/alsa/50-hush.conf
+# vboard-payload: voice/echo-room  board/virtual/voice/build.sh DIR, then --payload DIR
+# vboard-payload: voice/far-end  board/virtual/voice/build.sh DIR, then --payload DIR
+. /guest-lib.sh
+
+# The hush device installed as on a board (as the streams scenario does).
+libasound=$(ls /lib/*/libasound.so.2 /usr/lib/*/libasound.so.2 2>/dev/null | head -1)
+plugin_dir=$(strings "$libasound" | grep '^/.*/alsa-lib$' | head -1)
+expect "alsa-lib names its plugin directory ($plugin_dir)" test -n "$plugin_dir"
+mkdir -p "$plugin_dir" /etc/alsa/conf.d
+cp /payload/libasound_module_pcm_hush.so "$plugin_dir/"
+cp /payload/50-hush.conf /etc/alsa/conf.d/50-hush.conf
+
+status=0
+# shellcheck disable=SC2046 # a file "voice-checks" in the payload names the checks to run
+hush-vboard-streams --voice $(cat /payload/voice-checks 2>/dev/null) || status=$?
+echo "hushd's underrun warnings: $(grep -c 'underrun(s) (' /tmp/hushd.log)"
+grep -E 'voice processing|R22' /tmp/hushd.log | tail -10
+if [ $status -ne 0 ]; then
+    echo "--- the end of hushd's log ---"
+    tail -40 /tmp/hushd.log
+fi
+exit $status
