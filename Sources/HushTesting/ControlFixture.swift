@@ -340,18 +340,24 @@ package final class DescriptorClient {
     package func messages(from fixture: ControlFixture, count: Int) throws -> [(line: String, descriptors: [Int32])] {
         var messages: [(line: String, descriptors: [Int32])] = []
         var failure: (any Error)?
-        fixture.pump(
-            until: {
-                do {
-                    messages += try available()
-                } catch {
-                    failure = error
-                    return true
-                }
-                return messages.count >= count
-            },
-            milliseconds: 10_000
-        )
+        // Ten seconds without a line is a server that stopped; a slow machine (an emulated arm64 under load) still
+        // sending is given the time it takes.
+        var before = -1
+        while messages.count < count && messages.count > before && failure == nil {
+            before = messages.count
+            fixture.pump(
+                until: {
+                    do {
+                        messages += try available()
+                    } catch {
+                        failure = error
+                        return true
+                    }
+                    return messages.count >= count
+                },
+                milliseconds: 10_000
+            )
+        }
         if let failure { throw failure }
         guard messages.count == count else { throw TestFailure("expected \(count) lines, got \(messages.count)") }
         return messages
