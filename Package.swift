@@ -237,7 +237,7 @@ let package = Package(
             pkgConfig: "speexdsp",
             providers: [.apt(["libspeexdsp-dev"])]
         ),
-        .testTarget(name: "HushVoiceTests", dependencies: ["HushVoice", "HushCore", "CSpeexDSP"]),
+        .testTarget(name: "HushVoiceTests", dependencies: ["HushVoice", "HushCore", "HushTesting", "CSpeexDSP"]),
         .testTarget(
             name: "HushMixerTests",
             dependencies: ["HushMixer", "HushCore", "HushTesting", "CAllocationCounter"]
