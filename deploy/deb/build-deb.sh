@@ -116,6 +116,8 @@ if [ "$arch" != "$(dpkg --print-architecture)" ] || [ "$suite" != "$host_suite" 
     for soname in $(for o in "${objects[@]}"; do readelf -d "$o"; done | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u); do
         case "$soname" in
             libc.so.* | libm.so.* | ld-linux*.so.* | libpthread.so.* | libdl.so.* | librt.so.*) package=libc6 ;;
+            # Abseil (webrtc-audio-processing 1.x links it): one package for all its libraries, named by its date.
+            libabsl_*.so.*) package="libabsl${soname##*.so.}" ;;
             *.so.*)
                 base="${soname%%.so.*}" number="${soname##*.so.}"
                 [[ "$base" =~ [0-9]$ ]] && base="$base-"
