@@ -306,7 +306,7 @@ package final class AudioOutputThread: @unchecked Sendable {
         // recorder) is in its rings now: an idle thread wakes for it before anything of it is rendered.
         defer { wakeIfNeeded() }
         reap()
-        guard let due = nextReopening, Self.monotonicNanoseconds() >= due else { return }
+        guard let due = nextReopening, monotonicNanoseconds() >= due else { return }
         guard let reopened = open(reopenConfiguration) else {
             retryReopening()
             return
@@ -377,7 +377,7 @@ package final class AudioOutputThread: @unchecked Sendable {
 
     /// How long until ``service()`` next tries to open the lost device (zero when due), nil while it is not lost.
     package var untilNextReopening: Duration? {
-        nextReopening.map { .nanoseconds(max(0, $0 - Self.monotonicNanoseconds())) }
+        nextReopening.map { .nanoseconds(max(0, $0 - monotonicNanoseconds())) }
     }
 
     /// Closes the devices the audio thread let go of; a lost one is reopened from ``service()``. Control side.
@@ -395,7 +395,7 @@ package final class AudioOutputThread: @unchecked Sendable {
     }
 
     private func scheduleReopening(after wait: Duration) {
-        nextReopening = Self.monotonicNanoseconds() + Int(wait.nanoseconds)
+        nextReopening = monotonicNanoseconds() + Int(wait.nanoseconds)
     }
 
     private func retryReopening() {
@@ -618,7 +618,7 @@ package final class AudioOutputThread: @unchecked Sendable {
                 if playback == nil { sleepFor(idle) }
                 continue
             }
-            let start = Self.monotonicNanoseconds()
+            let start = monotonicNanoseconds()
             if previousStart != 0 { Self.raise(counters.longestGap, to: start - previousStart) }
             previousStart = start
             if fadingBox != 0 {
@@ -634,7 +634,7 @@ package final class AudioOutputThread: @unchecked Sendable {
                 engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
             }
             if let hook = periodHook { hook.call(hook.context, frames) }
-            Self.raise(counters.longestRender, to: Self.monotonicNanoseconds() - start)
+            Self.raise(counters.longestRender, to: monotonicNanoseconds() - start)
             counters.periods.add(1, ordering: .relaxed)
             switch device.write(buffer, frames: frames) {
             case .written:
@@ -655,13 +655,6 @@ package final class AudioOutputThread: @unchecked Sendable {
                 previousStart = 0
             }
         }
-    }
-
-    /// CLOCK_MONOTONIC in nanoseconds: a vDSO read, no system call.
-    private static func monotonicNanoseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1_000_000_000 + now.tv_nsec
     }
 
     /// Keeps the larger of `counter` and `value`. Only the audio thread raises; the control side takes the value

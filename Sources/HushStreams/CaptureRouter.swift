@@ -1,4 +1,5 @@
 import HushMixer
+import HushSystem
 import Synchronization
 
 /// Hands the microphone to its consumers — applications' capture streams, and relays onto a bus — once per period,
@@ -161,7 +162,7 @@ public final class CaptureRouter: @unchecked Sendable {
                 extra += 1
             }
         } else if microphone == nil {
-            let now = VoicePath.monotonicNanoseconds()
+            let now = monotonicNanoseconds()
             if anchor == 0 {
                 anchor = now
                 deliveredFrames = frames

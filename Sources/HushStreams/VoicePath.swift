@@ -212,7 +212,7 @@ public final class VoicePath: @unchecked Sendable {
             fed += frames
             if fed >= blockFrames {
                 fed -= blockFrames
-                blockCompleted.store(Self.monotonicNanoseconds(), ordering: .releasing)
+                blockCompleted.store(monotonicNanoseconds(), ordering: .releasing)
             }
         }
         if !delivering {
@@ -251,14 +251,6 @@ public final class VoicePath: @unchecked Sendable {
                 target[frame] = sum * scale
             }
         }
-    }
-
-    /// CLOCK_MONOTONIC in nanoseconds: a vDSO read, no system call.
-    @inline(__always)
-    static func monotonicNanoseconds() -> Int {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return now.tv_sec * 1_000_000_000 + now.tv_nsec
     }
 
     // MARK: Voice thread
@@ -331,7 +323,7 @@ public final class VoicePath: @unchecked Sendable {
             // Sleep until just after the next block is due: the latest completion plus 10 ms and a quarter of a
             // millisecond; at most 10 ms when none has come yet (the output idle, or just activated).
             let last = blockCompleted.load(ordering: .acquiring)
-            let now = Self.monotonicNanoseconds()
+            let now = monotonicNanoseconds()
             let blockNanoseconds = blockFrames * 1_000_000_000 / sampleRate
             var due = last == 0 ? now + blockNanoseconds : last + blockNanoseconds + 250_000
             while due <= now { due += blockNanoseconds }

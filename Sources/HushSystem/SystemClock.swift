@@ -25,3 +25,11 @@ package final class SystemClock: MonotonicClock, @unchecked Sendable {
         while nanosleep(&request, &left) == -1 && errno == EINTR { request = left }
     }
 }
+
+/// CLOCK_MONOTONIC in nanoseconds: a vDSO read, no system call, so the audio thread may call it.
+@inline(__always)
+package func monotonicNanoseconds() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return now.tv_sec * 1_000_000_000 + now.tv_nsec
+}
