@@ -165,6 +165,13 @@ vboard: deps alsa-plugin test-tools
 	$(SWIFT) build -c release
 	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh
 
+## vboard-voice: the voice scenario (a call's echo through hushd; 3-5 min), on demand: not in make test until it is
+## robust beside a busy machine (docs/virtual-board.md, "The voice scenario").
+.PHONY: vboard-voice
+vboard-voice: deps alsa-plugin
+	$(SWIFT) build -c release
+	HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/run-all.sh voice
+
 ## gpiod2: the virtual board's GPIO checks again, with hush-vboard-check built against libgpiod 2.x: Debian trixie's
 ## libgpiod-dev and libgpiod3, fetched with a private apt configuration and unpacked under .build/gpiod2 (nothing
 ## installed), built in .build-gpiod2 (board/virtual/libgpiod2/run.sh; about 30 s once fetched). make test runs it after the 1.6 ones.

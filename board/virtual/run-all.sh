@@ -11,7 +11,8 @@
 # deploy/alsa/50-hush.conf; the apps scenario also gets .build/virtual-board/payload-apps/ (board/virtual/apps-payload.sh).
 # A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
 # when that script, run on the host with the guest's second serial port log, passes too. A scenario that needs a payload file that is missing fails before booting and
-# says how to build it (see run.sh, '# vboard-payload:').
+# says how to build it (see run.sh, '# vboard-payload:'). A scenario whose file has a '# vboard-on-demand: WHY' line
+# runs only when named (make vboard-voice names the voice scenario), never in the default list.
 set -uo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -21,7 +22,9 @@ check="${HUSH_VBOARD_CHECK:-$root/.build/debug/hush-vboard-check}"
 
 scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
-    for file in "$here"/scenarios/*.sh; do scenarios+=("$(basename "$file" .sh)"); done
+    for file in "$here"/scenarios/*.sh; do
+        grep -q '^# vboard-on-demand:' "$file" || scenarios+=("$(basename "$file" .sh)")
+    done
 fi
 
 # Prepare the machine once, so that a broken setup is reported once and not per scenario.
@@ -61,6 +64,16 @@ for scenario in "${scenarios[@]}"; do
         mkdir -p "$apps_payload"
         "$here/apps-payload.sh" "$apps_payload" ||
             echo "run-all.sh: note: board/virtual/apps-payload.sh failed; scenarios that need it will fail"
+        break
+    fi
+done
+
+# The voice scenario's two C programs (board/virtual/voice/build.sh, about a second) go in the common payload when a
+# scenario that declares '# vboard-payload: voice/...' runs.
+for scenario in "${scenarios[@]}"; do
+    if grep -q '^# vboard-payload: voice/' "$here/scenarios/$scenario.sh" 2>/dev/null; then
+        "$here/voice/build.sh" "$payload" >/dev/null ||
+            echo "run-all.sh: note: board/virtual/voice/build.sh failed; scenarios that need it will fail"
         break
     fi
 done

@@ -6,14 +6,15 @@
 # room's tap: ERLE, the near end in double-talk, the ERLE after a route change, in voiceChat and in default mode
 # (docs/virtual-board.md, "The voice scenario").
 # vboard-timeout: 600
+# vboard-on-demand: not yet robust beside a busy machine (issue 26); make vboard-voice runs it
 # vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'; run-all.sh passes it
 # vboard-payload: virtual.toml  run-all.sh copies board/profiles/virtual.toml
 # vboard-payload: libasound_module_pcm_hush.so  build it with 'make alsa-plugin'; run-all.sh passes it
 # vboard-payload: 50-hush.conf  run-all.sh copies deploy/alsa/50-hush.conf
-# vboard-payload: voice/echo-room  board/virtual/voice/build.sh DIR, then --payload DIR
-# vboard-payload: voice/far-end  board/virtual/voice/build.sh DIR, then --payload DIR
+# vboard-payload: voice/echo-room  run-all.sh builds it (board/virtual/voice/build.sh DIR)
+# vboard-payload: voice/far-end  run-all.sh builds it (board/virtual/voice/build.sh DIR)
 . /guest-lib.sh
 
 # The hush device installed as on a board (as the streams scenario does).
