@@ -196,6 +196,7 @@ package final class Daemon {
                 sampleRate: format.sampleRate
             )
             captureRouter.muted.store(audio.policy.microphoneSwitch == .muted, ordering: .relaxed)
+            feeder.muted.store(audio.policy.microphoneSwitch == .muted, ordering: .relaxed)
             let clock =
                 match
                 ? "on a card of its own, resampled to the output's clock ([capture] clock)" : "on the output's clock"
@@ -369,6 +370,7 @@ package final class Daemon {
             // from the audio thread's next period.
             if case .muteMicrophone(let muted) = decision.command {
                 captureRouter.muted.store(muted, ordering: .relaxed)
+                microphone?.muted.store(muted, ordering: .relaxed)
                 for sink in microphoneGateSinks { sink(muted) }
                 let text =
                     muted

@@ -11,7 +11,8 @@ import Synchronization
 @frozen
 public struct SampleRing: BitwiseCopyable, @unchecked Sendable {
     @usableFromInline let storage: UnsafeMutablePointer<Float>
-    /// [0]: frames written; [1]: frames read; [2]: frames the consumer wanted but did not find (underflow).
+    /// [0]: frames written; [1]: frames read; [2]: frames the consumer wanted but did not find (underflow); [3]:
+    /// frames the producer had and could not fit (overflow: the ring was full, what it holds is older).
     @usableFromInline let counters: UnsafeMutablePointer<Atomic<Int>>
     public let channels: Int
     /// Capacity in frames (a power of two).
@@ -25,12 +26,12 @@ public struct SampleRing: BitwiseCopyable, @unchecked Sendable {
         self.channels = channels
         storage = .allocate(capacity: size * channels)
         storage.initialize(repeating: 0, count: size * channels)
-        counters = .allocate(capacity: 3)
-        for i in 0..<3 { (counters + i).initialize(to: Atomic(0)) }
+        counters = .allocate(capacity: 4)
+        for i in 0..<4 { (counters + i).initialize(to: Atomic(0)) }
     }
 
     public func deallocate() {
-        counters.deinitialize(count: 3)
+        counters.deinitialize(count: 4)
         counters.deallocate()
         storage.deallocate()
     }
@@ -41,7 +42,11 @@ public struct SampleRing: BitwiseCopyable, @unchecked Sendable {
     /// Frames the consumer asked for and did not get, since the start.
     public var underflows: Int { counters[2].load(ordering: .relaxed) }
 
-    /// Producer: copies up to `frames` frames in; returns how many fitted.
+    /// Frames the producer could not fit because the ring was full, since the start: while it grows, what waits is
+    /// the oldest audio, not the latest.
+    public var overflows: Int { counters[3].load(ordering: .relaxed) }
+
+    /// Producer: copies up to `frames` frames in; returns how many fitted (the rest counts as overflow).
     public func write(_ source: UnsafePointer<Float>, frames: Int) -> Int {
         let written = counters[0].load(ordering: .relaxed)
         let read = counters[1].load(ordering: .acquiring)
@@ -50,6 +55,7 @@ public struct SampleRing: BitwiseCopyable, @unchecked Sendable {
             ring.update(from: source + offset * channels, count: chunk * channels)
         }
         counters[0].store(written &+ count, ordering: .releasing)
+        if count < frames { counters[3].add(frames - count, ordering: .relaxed) }
         return count
     }
 

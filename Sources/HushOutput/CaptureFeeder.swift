@@ -39,6 +39,10 @@ package final class CaptureFeeder: @unchecked Sendable {
     private var thread: NamedThread?
     /// The control side's view of ``lost``, for ``lostChanged()``.
     private var reportedLost = false
+    /// Control side → capture thread: the microphone privacy switch (policy R21), the gate at the source. While it
+    /// is set, what is read goes into the ring as silence, so no frame captured while the switch was on waits there
+    /// for a reader after it is turned off (the ``CaptureRouter``'s own gate closes the other edge).
+    package let muted = Atomic<Bool>(false)
 
     /// Opens `pcm` for capture at the mixer's rate and channels.
     /// `matchClock`: the microphone's card is not the output's, so its clock drifts from the output's; its frames
@@ -138,6 +142,7 @@ package final class CaptureFeeder: @unchecked Sendable {
         var float = [Float](repeating: 0, count: frames * channels)
         var retry = ContinuousClock.now
         var wait = Duration.milliseconds(100)
+        var gate = SourceMute(bufferFrames: granted.periodFrames * granted.periods)
         while running.load(ordering: .relaxed) {
             guard let capture else {
                 // Lost: try again when due, looking at `running` every 10 ms so stop() is never kept waiting.
@@ -157,7 +162,11 @@ package final class CaptureFeeder: @unchecked Sendable {
             }
             let read = pcm.withUnsafeMutableBytes { capture.read(into: $0.baseAddress!, frames: frames) }
             if read > 0 {
-                for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
+                if gate.silences(frames: read, mutedNow: muted.load(ordering: .relaxed)) {
+                    for i in 0..<(read * channels) { float[i] = 0 }
+                } else {
+                    for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
+                }
                 if let clockMatch {
                     let lost = float.withUnsafeBufferPointer {
                         clockMatch.write($0.baseAddress!, frames: read, into: ring)
@@ -177,5 +186,36 @@ package final class CaptureFeeder: @unchecked Sendable {
                 lost.store(true, ordering: .releasing)
             }
         }
+    }
+}
+
+/// The privacy switch at the microphone's source (policy R21), decided after each read: while the switch is on, the
+/// frames read are silence; when it has just been turned off, so are the frames of that read (captured, at least
+/// in part, while it was on) and of the device's whole buffer after it (captured before the reader saw the switch
+/// move, they wait in the kernel). Silence a few milliseconds longer than asked is the safe side: a recorder has to
+/// be started again after the switch anyway (R21).
+package struct SourceMute {
+    /// The capture device's buffer, frames: the most it can hold that was captured before a read returned.
+    package let bufferFrames: Int
+    private var wasMuted = false
+    private var remaining = 0
+
+    package init(bufferFrames: Int) { self.bufferFrames = bufferFrames }
+
+    /// After a read of `frames` frames, with the switch as it is now: whether to hand them on as silence.
+    package mutating func silences(frames: Int, mutedNow: Bool) -> Bool {
+        if mutedNow {
+            wasMuted = true
+            remaining = 0
+            return true
+        }
+        if wasMuted {
+            wasMuted = false
+            remaining = bufferFrames
+            return true
+        }
+        guard remaining > 0 else { return false }
+        remaining -= frames
+        return true
     }
 }

@@ -119,11 +119,22 @@ public final class CaptureRouter: @unchecked Sendable {
     /// Audio thread.
     func period(frames: Int) {
         let frames = min(frames, maxFrames)
-        // Nobody heard the microphone until now (none listened, or the audio thread was idle and its ring filled
-        // up): what waits is old. Three periods are kept, so a consumer added now starts two periods behind the
-        // latest: a cushion that lets the microphone's reader be late by a period and more (its periods and the
-        // audio thread's have phases of their own) without a gap in what is heard.
-        if count == 0 { microphone?.discard(keeping: 3 * frames) }
+        // Nobody heard the microphone until now: what waits is old. While the audio thread ran, the ring was read
+        // every period and its newest three periods are the latest: they are kept, so a consumer added now starts
+        // two periods behind the latest — a cushion that lets the microphone's reader be late by a period and more
+        // (its periods and the audio thread's have phases of their own) without a gap in what is heard. After the
+        // audio thread slept, the ring filled up and its reader dropped what came since: everything in it is old
+        // (seconds, minutes), so all of it goes, and the cushion is two periods of silence instead.
+        if count == 0, let microphone {
+            if microphone.overflows != overflowsSeen {
+                overflowsSeen = microphone.overflows
+                microphone.discard(keeping: 0)
+                primingPeriods = Self.cushionPeriods
+            } else {
+                microphone.discard(keeping: 3 * frames)
+                primingPeriods = 0
+            }
+        }
         while let command = commands.pop() {
             switch command {
             case .add(let pointer):
@@ -189,6 +200,11 @@ public final class CaptureRouter: @unchecked Sendable {
     /// Audio thread: frames handed on since consumers came (without a microphone), and when that began.
     private var deliveredFrames = 0
     private var anchor = 0
+    /// Audio thread: the microphone ring's overflow count when this last threw its backlog away.
+    private var overflowsSeen = 0
+    /// Audio thread: periods still to hand on as silence, not read, after a stale backlog was thrown away: the
+    /// cushion the ring fills meanwhile (not underflows).
+    private var primingPeriods = 0
 
     /// Audio thread: one period to every running consumer — the microphone's frames or silence — and the voice
     /// path's share.
@@ -200,8 +216,13 @@ public final class CaptureRouter: @unchecked Sendable {
             // reader is later than the cushion, this period is silence and what did come waits for the next one, so
             // nothing is lost and the cushion is back (the underflow is counted).
             channels = microphone.channels
-            let got = microphone.available >= frames ? microphone.read(into: scratch, frames: frames) : 0
-            if got < frames && !catchingUp { microphone.countUnderflow(frames) }
+            var got = 0
+            if primingPeriods > 0 && !catchingUp {
+                primingPeriods -= 1
+            } else {
+                got = microphone.available >= frames ? microphone.read(into: scratch, frames: frames) : 0
+                if got < frames && !catchingUp { microphone.countUnderflow(frames) }
+            }
             (scratch + got * channels).update(repeating: 0, count: (frames - got) * channels)
             // Read and thrown away while muted, so the microphone stays fresh for when the switch opens.
             if !muted.load(ordering: .relaxed) { source = UnsafePointer(scratch) }

@@ -350,6 +350,10 @@ final class MicrophoneTone: @unchecked Sendable {
     static let amplitude: Float = 0.25
     static var decibels: Double { 20 * log10(Double(amplitude)) }
     let underruns = Atomic<Int>(0)
+    /// While set, the tone is played at twice its amplitude (-6 dBFS): a mark, to tell frames heard then from any
+    /// heard before or after.
+    let marked = Atomic<Bool>(false)
+    static let markedAmplitude: Float = 0.5
     /// Frames written so far, and whether the device failed (then the tone stopped).
     let written = Atomic<Int>(0)
     let failed = Atomic<Bool>(false)
@@ -370,9 +374,10 @@ final class MicrophoneTone: @unchecked Sendable {
         var samples = [Int16](repeating: 0, count: frames * channels)
         var n = 0
         while !stopped.load(ordering: .relaxed) {
+            let amplitude = marked.load(ordering: .relaxed) ? Self.markedAmplitude : Self.amplitude
             for frame in 0..<frames {
                 let value = Int16(
-                    32767 * Self.amplitude * Float(sin(2 * Double.pi * Self.hertz * Double(n + frame) / rate))
+                    32767 * amplitude * Float(sin(2 * Double.pi * Self.hertz * Double(n + frame) / rate))
                 )
                 for channel in 0..<channels { samples[frame * channels + channel] = value }
             }

@@ -410,6 +410,68 @@ let privacyChecks: [Check] = [
             return judged
         }
     },
+    Check(name: "streams-privacy-nothing-heard-while-on-reaches-a-later-recorder") {
+        // While the switch is on and nobody records, hushd's audio thread sleeps; the microphone goes on hearing (the
+        // tone, marked: twice as loud). After the switch is off, a recorder started anew hears the microphone
+        // again, and not one frame of what it heard while the switch was on, nor anything older than its start.
+        guard let tone = microphoneTone else { throw CheckFailure("the microphone tone is not playing") }
+        let privacy = try PrivacySwitch()
+        defer {
+            tone.marked.store(false, ordering: .relaxed)
+            _ = try? privacy.set(on: false)
+        }
+        func outputIdle() -> Bool {
+            ((try? hushdStatus.status())?["output"] as? [String: Any])?["idle"] as? Bool == true
+        }
+        try judge("what the microphone heard while the switch was on") {
+            try privacy.set(on: false)
+            try privacy.waitForStatus(on: false)
+            let before = try underrunsNow()
+            try privacy.set(on: true)
+            try privacy.waitForStatus(on: true)
+            tone.marked.store(true, ordering: .relaxed)
+            let markedFrom = monotonicNow()
+            try waitUntil("hushd's output idle (nothing plays, nobody records)", seconds: 30) { outputIdle() }
+            let idleAfter = seconds(from: markedFrom, to: monotonicNow())
+            // Its microphone ring (about 0.7 s) fills with the marked tone while the audio thread sleeps.
+            sleep(.milliseconds(1500))
+            let stillIdle = outputIdle()
+            tone.marked.store(false, ordering: .relaxed)
+            // The tone's own buffer (170 ms) of marked frames reaches the microphone while the switch is still on.
+            sleep(.milliseconds(600))
+            try privacy.set(on: false)
+            try privacy.waitForStatus(on: false)
+            sleep(.milliseconds(300))
+            let file = "/tmp/privacy-late.raw"
+            unlink(file)
+            let recorder = try arecord("hush:CATEGORY=record", file, seconds: 1)
+            let result = recorder.finish(within: 20)
+            let samples = readRecording(file)
+            let threshold = (MicrophoneTone.amplitude + MicrophoneTone.markedAmplitude) / 2
+            let marked = samples.indices.filter { abs(samples[$0]) > threshold }
+            let heard = microphoneHeard(samples, from: 0.3, to: 0.9)
+            var judged = Judged(disturbances: try microphoneDisturbances(since: before, recorders: [recorder]))
+            judged.report = [
+                "  switch on, the microphone marked; hushd's output idle \(twoDecimals(idleAfter)) s later, still idle "
+                    + "1.5 s after: \(stillIdle); switch off, a new 1 s arecord: \(samples.count) frames, "
+                    + "\(marked.count) above \(twoDecimals(Double(threshold))) (the mark)\(marked.first.map { ", the first at frame \($0)" } ?? ""); "
+                    + "then the tone at \(twoDecimals(heard.quietest)) to \(twoDecimals(heard.loudest)) dBFS"
+            ]
+            judged.expect(result?.status == 0, "arecord failed: \(recorder.outcome)")
+            judged.expect(stillIdle, "hushd's output woke while nobody recorded", stall: true)
+            judged.expect(
+                marked.isEmpty,
+                "R21: the new recorder got \(marked.count) frames the microphone heard while the switch was on (the "
+                    + "first at frame \(marked.first ?? -1) of \(samples.count))"
+            )
+            judged.expect(
+                abs(heard.quietest - toneLevel) < 1,
+                "the new recorder hears the microphone after the switch: \(heard)",
+                stall: true
+            )
+            return judged
+        }
+    },
     Check(name: "streams-privacy-switch-random-run-never-leaks-a-sample") {
         let privacy = try PrivacySwitch()
         defer { _ = try? privacy.set(on: false) }

@@ -85,6 +85,61 @@ struct CatchUpTests {
         #expect(heard.frames.allSatisfy { $0 == 0.5 }, "no gap")
     }
 
+    @Test(
+        "after the audio thread slept, nothing the full ring kept reaches a recorder: two periods of silence, then live"
+    )
+    func staleBacklogAfterSleep() throws {
+        let microphone = SampleRing(frames: 1024, channels: 1)
+        defer { microphone.deallocate() }
+        let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
+        func capture(_ value: Float, _ periods: Int) {
+            let block = [Float](repeating: value, count: Self.period)
+            for _ in 0..<periods {
+                block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: Self.period) }
+            }
+        }
+        // The audio thread runs with nobody listening: the ring is read every period.
+        for _ in 0..<20 {
+            capture(0.1, 1)
+            router.period(frames: Self.period)
+        }
+        // Then it sleeps (it read the latest period: nothing waits); the microphone hears something (0.9) that
+        // fills the ring; what comes after (0.2) is dropped by the full ring.
+        #expect(microphone.available == 0)
+        capture(0.9, 1024 / Self.period)
+        #expect(microphone.overflows == 0)
+        capture(0.2, 40)
+        #expect(microphone.overflows == 40 * Self.period)
+        // A recorder arrives: the audio thread wakes; the microphone goes on with 0.3.
+        let heard = Counter(voice: false)
+        router.add(heard)
+        let underflowsBefore = microphone.underflows
+        for _ in 0..<10 {
+            capture(0.3, 1)
+            router.period(frames: Self.period)
+        }
+        #expect(!heard.frames.contains(0.9), "not a frame of the stale backlog")
+        #expect(heard.frames.prefix(2 * Self.period).allSatisfy { $0 == 0 }, "the cushion: two periods of silence")
+        #expect(heard.frames.dropFirst(2 * Self.period).allSatisfy { $0 == 0.3 }, "then the live microphone, no gap")
+        #expect(heard.frames.count == 10 * Self.period)
+        #expect(microphone.underflows == underflowsBefore, "the cushion is no underflow")
+        #expect(router.caughtUpPeriods.load(ordering: .relaxed) == 0)
+
+        // Woken again with nothing lost in between (the ring never filled): the latest three periods are kept.
+        router.remove(heard)
+        router.reap()
+        for _ in 0..<3 {
+            capture(0.4, 1)
+            router.period(frames: Self.period)
+        }
+        capture(0.5, 3)
+        let next = Counter(voice: false)
+        router.add(next)
+        router.period(frames: Self.period)
+        #expect(next.frames.count == Self.period)
+        #expect(next.frames.allSatisfy { $0 == 0.4 || $0 == 0.5 }, "fresh frames at once, no priming")
+    }
+
     @Test("without a microphone, silence at the clock's rate: a late audio thread catches up")
     func clockWithoutMicrophone() throws {
         let router = CaptureRouter(microphone: nil, maxFrames: Self.period, sampleRate: 48000)
