@@ -34,6 +34,9 @@ public final class VoicePath: @unchecked Sendable {
     let microphone: SampleRing
     /// CLOCK_MONOTONIC (ns) when the audio thread completed the latest block, 0 before the first.
     private let blockCompleted = Atomic<Int>(0)
+    /// Audio thread → voice thread: the frames of the audio thread's latest period (blocks complete on its
+    /// boundaries).
+    private let periodFrames = Atomic<Int>(0)
     // Voice thread → audio thread.
     let processed: SampleRing
 
@@ -196,6 +199,7 @@ public final class VoicePath: @unchecked Sendable {
             return source.map { ($0, channels) }
         }
         let frames = min(frames, maxFrames)
+        periodFrames.store(frames, ordering: .relaxed)
         if !feeding {
             // A fresh start: what the processed ring still holds is from before.
             feeding = true
@@ -321,12 +325,21 @@ public final class VoicePath: @unchecked Sendable {
             }
             processAvailable()
             // Sleep until just after the next block is due: the latest completion plus 10 ms and a quarter of a
-            // millisecond; at most 10 ms when none has come yet (the output idle, or just activated).
+            // millisecond; at most 10 ms when none has come yet (the output idle, or just activated). Blocks complete
+            // on the audio thread's period boundaries, not every 10 ms: when the period does not divide the block
+            // (64 frames against 480), the next one comes up to a period after its 10 ms. So once that moment has
+            // passed with nothing new, look again a period later, not a block later (which would leave every other
+            // block waiting 10 ms, and the cushion behind it short).
             let last = blockCompleted.load(ordering: .acquiring)
             let now = monotonicNanoseconds()
             let blockNanoseconds = blockFrames * 1_000_000_000 / sampleRate
+            let period = periodFrames.load(ordering: .relaxed)
+            // (A stalled audio thread, its last block long past, is looked for every 10 ms, not every period.)
+            let stalled = last == 0 || now - last > 2 * blockNanoseconds
+            let step =
+                period > 0 && !stalled ? min(blockNanoseconds, period * 1_000_000_000 / sampleRate) : blockNanoseconds
             var due = last == 0 ? now + blockNanoseconds : last + blockNanoseconds + 250_000
-            while due <= now { due += blockNanoseconds }
+            if due <= now { due += ((now - due) / step + 1) * step }
             var until = timespec(tv_sec: due / 1_000_000_000, tv_nsec: due % 1_000_000_000)
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil)
         }
