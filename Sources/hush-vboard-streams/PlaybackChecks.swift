@@ -57,6 +57,29 @@ func at(_ level: Double, _ levels: (min: Double, max: Double)?) -> Bool {
     return abs(levels.min - level) < 1.5 && abs(levels.max - level) < 1.5
 }
 
+/// The loudest 50 ms window from `from` to `to` s in which `hertz` stands out as a tone — 10 dB and more above the
+/// level 100 Hz either side of it — or nil when none does. A click (a stream that ran dry and restarted on a
+/// stalled machine, another tone's onset) spreads its energy over every frequency and lifts them all alike; music
+/// that is not held is a tone.
+func tonalPeak(_ hertz: Int, _ recording: Recording, from: Double, to: Double) -> Double? {
+    var peak: Double?
+    var t = from
+    while t + 0.05 <= to {
+        let a = Int(t * 48000)
+        let b = Int((t + 0.05) * 48000)
+        guard b <= recording.samples.count else { break }
+        let window = recording.samples[a..<b]
+        let level = ToneAnalysis.level(of: Double(hertz), in: window, sampleRate: 48000)
+        let beside = max(
+            ToneAnalysis.level(of: Double(hertz - 100), in: window, sampleRate: 48000),
+            ToneAnalysis.level(of: Double(hertz + 100), in: window, sampleRate: 48000)
+        )
+        if level - beside >= 10 && level > -80 { peak = max(peak ?? level, level) }
+        t += 0.05
+    }
+    return peak
+}
+
 /// Whether no window of `levels` carries the tone.
 func silent(_ levels: (min: Double, max: Double)?) -> Bool { (levels?.max ?? 0) < -80 }
 
@@ -163,25 +186,27 @@ let playbackChecks: [Check] = [
             // The hold's window keeps 0.3 s from each change the status saw: the status is polled and the take's
             // clock is placed from its reads, so either edge can be a capture period or a stalled poll away.
             let musicHeld = span(music, recording, from: held + 0.3, to: resumed - 0.3)
+            let musicHeldTone = tonalPeak(music, recording, from: held + 0.3, to: resumed - 0.3)
             let ringHeard = span(ringtone, recording, from: ringing + 0.2, to: ended - 0.3)
             let musicAfter = span(music, recording, from: resumed + 0.3, to: 5.5)
             let hold = seconds(from: marks.held, to: marks.resumed)
             let played = result.map { seconds(from: running, to: $0.at) - hold } ?? -1
             judged.report = [
                 "  music \(db(musicBefore)) dBFS; held at \(twoDecimals(held)) s by the ringtone (\(db(ringHeard)) "
-                    + "dBFS), the music meanwhile \(db(musicHeld)); the ringtone's aplay ended at \(twoDecimals(ended)) s, "
+                    + "dBFS), the music meanwhile \(db(musicHeld)) (\(musicHeldTone.map { "as a tone up to \(twoDecimals($0)) dBFS" } ?? "never a tone")); the ringtone's aplay ended at \(twoDecimals(ended)) s, "
                     + "the music released \(ms(marks.resumed, rang.at)) later: \(db(musicAfter)) dBFS; held "
                     + "\(twoDecimals(hold)) s, the 10 s file took \(twoDecimals(played)) s of playing time"
             ]
             judged.expect(rang.status == 0, "the ringtone's aplay failed")
             judged.expect(result?.status == 0, "the music's aplay: \(player.outcome)")
             judged.expect(at(expectedLevel(step: 8), musicBefore), "the music before: \(db(musicBefore))", stall: true)
-            // Music that plays on under the ringtone is at its level; a fade's tail 40 dB and more below it is a
-            // window placed late by a stall, which a retake settles.
+            // Music that plays on under the ringtone is a tone at its level; a fade's tail 40 dB and more below it
+            // is a window placed late by a stall, which a retake settles. Energy at the music's frequency that is no
+            // tone (as loud 100 Hz beside it) is a click, not the music: held music is no tone in any window.
             judged.expect(
-                silent(musicHeld),
-                "R6: the ringtone holds the music: \(db(musicHeld))",
-                stall: (musicHeld?.max ?? 0) < expectedLevel(step: 8) - 40
+                silent(musicHeld) || musicHeldTone == nil,
+                "R6: the ringtone holds the music: \(db(musicHeld)), as a tone up to \(musicHeldTone.map(twoDecimals) ?? "-")",
+                stall: (musicHeldTone ?? musicHeld?.max ?? 0) < expectedLevel(step: 8) - 40
             )
             judged.expect(at(expectedLevel(step: 10), ringHeard), "the ringtone sounds: \(db(ringHeard))", stall: true)
             judged.expect(
