@@ -82,6 +82,7 @@ package final class ClockMatch: @unchecked Sendable {
         converter = try RateConverter(channels: channels, from: sampleRate, to: sampleRate)
         window = 60 * sampleRate
         controller = DriftController(target: targetFill, sampleRate: sampleRate)
+        holdAbove = 4 * targetFill
         self.channels = channels
         capacity = maxFrames * 2 + 64
         scratch = .allocate(capacity: capacity * channels)
@@ -90,9 +91,20 @@ package final class ClockMatch: @unchecked Sendable {
 
     deinit { scratch.deallocate() }
 
+    /// Above this fill the reader is away or far behind, not drifting: 4 × the target.
+    private let holdAbove: Int
+
     /// Writes `frames` frames of `source` into `ring`, resampled; returns the frames it could not fit.
+    ///
+    /// Drift moves the fill by a few frames a second (100 ppm is 4.8 at 48 kHz). A fill far above the target, or a
+    /// ring that cannot take the frames, is the reader's absence — hushd's audio thread asleep while nobody records
+    /// or plays, or late — and says nothing about the clocks: the controller is left as it was instead of winding
+    /// up to its limit, and the frames go at the drift found so far (its integral).
     package func write(_ source: UnsafePointer<Float>, frames: Int, into ring: SampleRing) -> Int {
-        let ratio = controller.update(fill: ring.available, frames: frames)
+        let fill = ring.available
+        let ratio =
+            fill <= holdAbove && fill + frames <= ring.capacity
+            ? controller.update(fill: fill, frames: frames) : 1 + controller.integral
         var used = 0
         var dropped = 0
         while used < frames {

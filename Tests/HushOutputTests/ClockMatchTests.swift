@@ -24,7 +24,14 @@ struct ClockMatchTests {
     }
 
     /// `match`: resample through a ClockMatch; else write the frames as they come.
-    static func simulate(ppm: Double, seconds: Double, match: Bool) throws -> Outcome {
+    /// `asleep`: the reader reads nothing then (hushd's audio thread asleep); when it wakes it throws the ring's
+    /// stale backlog away and lets two periods come before it reads, as the capture router does.
+    static func simulate(
+        ppm: Double,
+        seconds: Double,
+        match: Bool,
+        asleep: ClosedRange<Double>? = nil
+    ) throws -> Outcome {
         let ring = SampleRing(frames: 4096, channels: 1)
         defer { ring.deallocate() }
         let matcher = match ? try ClockMatch(channels: 1, sampleRate: rate, maxFrames: period, targetFill: target) : nil
@@ -53,6 +60,12 @@ struct ClockMatchTests {
                     }
                 }
                 nextWrite += writeEvery
+            } else if let asleep, asleep.contains(nextRead) {
+                nextRead += readEvery
+                if !asleep.contains(nextRead) {
+                    ring.discard(keeping: 0)
+                    nextRead += 2 * readEvery
+                }
             } else {
                 if ring.available >= period {
                     out.withUnsafeMutableBufferPointer { _ = ring.read(into: $0.baseAddress!, frames: period) }
@@ -88,6 +101,20 @@ struct ClockMatchTests {
         #expect(fills.allSatisfy { abs($0 - Self.target) <= 2 * Self.period }, "held near its target")
         // A microphone that gives more frames than taken (+ppm here) is shrunk: the drift reads as negative.
         #expect(abs((matched.drift ?? 0) + ppm) < 15, "drift found: \(matched.drift ?? .nan) for \(ppm)")
+    }
+
+    @Test("a reader asleep for 20 s (the ring full, its frames dropped) leaves the drift found as it was")
+    func readerAsleep() throws {
+        // The drift is the stretch over the last whole minute of the microphone's clock: 120 to 180 s here, with the
+        // reader asleep from 130 to 150 s and awake again for 30 s after.
+        let outcome = try Self.simulate(ppm: 100, seconds: 181, match: true, asleep: 130...150)
+        let drift = try #require(outcome.drift)
+        print(
+            "clock match, 100 ppm, the reader asleep 20 s: drift over the minute around it \(drift) ppm; gaps after "
+                + "waking \(outcome.gaps)"
+        )
+        #expect(abs(drift + 100) < 15, "drift \(drift) ppm over the minute with the sleep in it")
+        #expect(outcome.gaps == 0, "no gap once awake")
     }
 
     @Test("one clock: the ratio stays at 1 within a few ppm and nothing is lost")
