@@ -57,6 +57,16 @@ enum VoiceCall {
     static let speakerSide = "hw:Loopback,1,0"
     static let headphonesSide = "hw:Loopback,1,1"
     static let microphoneSide = "hw:Loopback,1,0"
+    /// The drifting microphone: a loopback subdevice of its own (hushd records hw:Loopback,0,2, the room plays into
+    /// hw:Loopback,1,2) whose clock snd-aloop's "PCM Rate Shift 100000" moves: the shift applies to one device's
+    /// side of one subdevice, so hushd's capture there runs `driftPPM` fast while its output on subdevice 0 keeps
+    /// the nominal rate, as a USB microphone's crystal beside an I2S amplifier's.
+    static let driftMicrophone = "hw:Loopback,0,2"
+    static let driftMicrophoneSide = "hw:Loopback,1,2"
+    static let driftPPM = 100
+    /// How long hushd's clock match runs before its drift is read: about 30 s to settle, then one whole 60 s window
+    /// of the stretch it applied (ClockMatch), with a margin.
+    static let driftWarmUp = 125.0
 
     /// The issue's targets (26): ERLE ≥ 30 dB, ≥ 25 dB within 0.5 s of a route change, the near end within 3 dB.
     static let erleTarget = 30.0
@@ -349,7 +359,7 @@ func describeVoice(_ voice: [String: Any]) -> String {
 
 /// One call through `device`: the room started afresh (its tap begins with it), the far end playing and
 /// recording, the route changed to the headphones `routeChangeAfter` s after both streams run, and back after.
-func call(_ device: String, take: Int) throws -> CallTake {
+func call(_ device: String, take: Int, microphoneSide: String = VoiceCall.microphoneSide) throws -> CallTake {
     let tapFile = "\(VoiceCall.directory)/tap-\(take).f32"
     let receivedFile = "\(VoiceCall.directory)/received-\(take).raw"
     let room = try Application(
@@ -357,7 +367,7 @@ func call(_ device: String, take: Int) throws -> CallTake {
         [
             "--route", "\(VoiceCall.speakerSide)=\(VoiceCall.speakerDelay)",
             "--route", "\(VoiceCall.headphonesSide)=\(VoiceCall.headphonesDelay)",
-            "--microphone", VoiceCall.microphoneSide, "--response", VoiceCall.responseFile,
+            "--microphone", microphoneSide, "--response", VoiceCall.responseFile,
             "--near", VoiceCall.nearFile, "--tap", tapFile, "--noise", "\(VoiceCall.noiseDecibels)",
             "--queue", "\(VoiceCall.roomQueue)", "--rate", "\(VoiceCall.rate)",
         ],
@@ -432,39 +442,62 @@ func lagDisturbance(_ figures: CallFigures) -> [String] {
 
 nonisolated(unsafe) var takeCount = 0
 
+/// hushd's configuration in the voice scenario, with its microphone on `pcm` (and `clock` when given).
+func voiceConfiguration(microphone pcm: String, clock: String? = nil) -> String {
+    """
+
+    [output]
+    rate = \(VoiceCall.rate)
+    period_frames = \(VoiceCall.periodFrames)
+
+    [capture]
+    pcm = "\(pcm)"
+    \(clock.map { "clock = \"\($0)\"" } ?? "")
+
+    """
+}
+
+/// Starts hushd with `configuration`, both routes at 0 dB (volumes are per route: the far end as loud through
+/// either); fails unless its microphone opened and it has a voice path.
+func startVoiceHushd(_ configuration: String) throws -> (capture: [String: Any], voice: [String: Any]) {
+    try setUpBoardForHushd(configuration: configuration)
+    try startHushd()
+    try hushctl("route headphones")
+    try hushctl("volume 16")
+    try hushctl("route auto")
+    try hushctl("volume 16")
+    let state = try hushdStatus.status()
+    let capture = state["capture"] as? [String: Any] ?? [:]
+    let voice = state["voice"] as? [String: Any] ?? [:]
+    try require(capture["open"] as? Bool == true, "hushd's microphone is open: \(capture)")
+    try require(voice["library"] != nil, "hushd has a voice path: \(voice)")
+    return (capture, voice)
+}
+
+/// snd-aloop's rate shift (100000 is the nominal rate) of `device`'s side of `subdevice`, set with the guest's
+/// amixer and read back.
+func setLoopbackRateShift(device: Int, subdevice: Int, to value: Int) throws {
+    let control = "iface=PCM,name='PCM Rate Shift 100000',device=\(device),subdevice=\(subdevice)"
+    let set = shell("amixer -q -c Loopback cset \(control) \(value)")
+    try require(set.status == 0, "amixer could not set \(control) to \(value): \(set.output)")
+    let read = shell("amixer -c Loopback cget \(control)")
+    try require(
+        read.status == 0 && read.output.contains(": values=\(value)"),
+        "\(control) reads back \(read.output), not \(value)"
+    )
+}
+
 let voiceChecks: [Check] = [
     Check(name: "voice-start") {
         stallWatch = StallWatch()
         try VoiceCall.makeSignals()
-        try setUpBoardForHushd(
-            configuration: """
-
-                [output]
-                rate = \(VoiceCall.rate)
-                period_frames = \(VoiceCall.periodFrames)
-
-                [capture]
-                pcm = "\(microphonePCM)"
-
-                """
-        )
-        try startHushd()
-        // Both routes at 0 dB (volumes are per route): the far end as loud through either.
-        try hushctl("route headphones")
-        try hushctl("volume 16")
-        try hushctl("route auto")
-        try hushctl("volume 16")
-        let state = try hushdStatus.status()
-        let capture = state["capture"] as? [String: Any] ?? [:]
-        let voice = state["voice"] as? [String: Any] ?? [:]
+        let (capture, voice) = try startVoiceHushd(voiceConfiguration(microphone: microphonePCM))
         print(
-            "  hushd is up: route \(state["route"] ?? "?"), microphone \(capture["pcm"] ?? "none") (open: "
+            "  hushd is up: microphone \(capture["pcm"] ?? "none") (open: "
                 + "\(capture["open"] ?? "?")), voice processing \(voice["library"] ?? "none"); the room's "
                 + "\(roomResponse(rate: VoiceCall.rate).count) taps over 80 ms at −10 dB, routes \(VoiceCall.speakerDelay) "
                 + "and \(VoiceCall.headphonesDelay) ms"
         )
-        try require(capture["open"] as? Bool == true, "hushd's microphone \(microphonePCM) is open: \(capture)")
-        try require(voice["library"] != nil, "hushd has a voice path: \(voice)")
     },
     Check(name: "voice-control-default-mode-cancels-nothing") {
         // The same call in `default` mode: the far end receives the microphone as it is, so the ERLE measured the
@@ -530,6 +563,66 @@ let voiceChecks: [Check] = [
             judged.expect(
                 abs(figures.nearDoubleTalk) <= VoiceCall.nearTarget,
                 "voiceChat: the near end in double-talk \(twoDecimals(figures.nearDoubleTalk)) dB from alone",
+                stall: true
+            )
+            return judged
+        }
+    },
+    Check(name: "voice-voicechat-with-the-microphone-100-ppm-fast") {
+        // The microphone on a clock of its own, 100 ppm fast against the output's: hushd with `[capture] clock =
+        // "match"` measures the drift and resamples the microphone to the output's clock; the call is the voiceChat
+        // one above. Judged: the drift hushd shows, the ERLE and the ERLE after the route change. The near end in
+        // double-talk is reported (the check above judges it).
+        stopHushd()
+        try setLoopbackRateShift(device: 0, subdevice: 2, to: 100_000 + VoiceCall.driftPPM * 10)
+        defer { try? setLoopbackRateShift(device: 0, subdevice: 2, to: 100_000) }
+        _ = try startVoiceHushd(voiceConfiguration(microphone: VoiceCall.driftMicrophone, clock: "match"))
+        // The clock match works while hushd's audio thread reads the microphone: a recorder keeps it reading.
+        let warmUp = try Application(
+            "arecord",
+            ["-q", "-D", "hush:CATEGORY=record", "-t", "raw", "-f", "S16_LE", "-r", "16000", "-c", "1", "/dev/null"],
+            name: "arecord (the clock match's warm-up)"
+        )
+        defer {
+            if warmUp.isRunning {
+                warmUp.signal(SIGTERM)
+                warmUp.finish(within: 5)
+            }
+        }
+        _ = try waitForStream(warmUp, "running")
+        sleep(.milliseconds(Int64(VoiceCall.driftWarmUp * 1000)))
+        func drift() -> Double? {
+            ((try? hushdStatus.status())?["capture"] as? [String: Any])?["driftPPM"] as? Double
+        }
+        let warmDrift = drift()
+        try judge("the call with the microphone \(VoiceCall.driftPPM) ppm fast") {
+            takeCount += 1
+            let take = try call("hush:voice", take: takeCount, microphoneSide: VoiceCall.driftMicrophoneSide)
+            let figures = EchoMeasure.figures(take, reference: take.near)
+            let after = drift()
+            var judged = Judged(disturbances: take.disturbances + lagDisturbance(figures))
+            judged.report = [
+                "  the microphone \(VoiceCall.driftPPM) ppm fast (snd-aloop rate shift on \(VoiceCall.driftMicrophone)): "
+                    + "hushd's drift \(warmDrift.map(twoDecimals) ?? "none") ppm after \(Int(VoiceCall.driftWarmUp)) s, "
+                    + "\(after.map(twoDecimals) ?? "none") ppm after the call",
+                "  voiceChat: \(figures.summary)", "  \(take.roomText.replacingOccurrences(of: "\n", with: "\n  "))",
+                "  \(take.farText)", "  hushd's voice path mid-call: \(describeVoice(take.voiceBefore))",
+            ]
+            judged.expect(
+                warmDrift.map { abs($0 + Double(VoiceCall.driftPPM)) <= 20 } ?? false,
+                "hushd's drift \(warmDrift.map(twoDecimals) ?? "none") ppm, not -\(VoiceCall.driftPPM) ± 20 (fast)"
+            )
+            judged.expect(take.room.callStart >= 0, "the room never heard the far end: \(take.roomText)")
+            judged.expect(take.voiceBefore["active"] as? Bool == true, "the voice path runs: \(take.voiceBefore)")
+            judged.expect(figures.erleWindows >= 15, "only \(figures.erleWindows) far-end-only windows", stall: true)
+            judged.expect(
+                figures.erle >= VoiceCall.erleTarget,
+                "voiceChat with drift: ERLE \(twoDecimals(figures.erle)) dB",
+                stall: true
+            )
+            judged.expect(
+                figures.erleFirst >= VoiceCall.routeChangeTarget,
+                "voiceChat with drift: ERLE \(twoDecimals(figures.erleFirst)) dB in the 0.5 s after the route change",
                 stall: true
             )
             return judged

@@ -4,8 +4,10 @@
 # a noise floor and plays it into the microphone; the far end (voice/far-end) plays a talker into the hush device
 # and records from it in one process. hush-vboard-streams --voice judges what the far end received against the
 # room's tap: ERLE, the near end in double-talk, the ERLE after a route change, in voiceChat and in default mode
-# (docs/virtual-board.md, "The voice scenario").
-# vboard-timeout: 600
+# (docs/virtual-board.md, "The voice scenario"). Last, the same call with the microphone on a loopback subdevice
+# whose clock runs 100 ppm fast (snd-aloop's PCM Rate Shift), hushd matching it ([capture] clock = "match").
+# vboard-timeout: 900
+# vboard-tools: amixer
 # vboard-on-demand: not yet robust beside a busy machine (issue 26); make vboard-voice runs it
 # vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
