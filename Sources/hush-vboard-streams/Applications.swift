@@ -474,6 +474,19 @@ func judge(_ what: String, _ take: () throws -> Judged) throws {
     }
 }
 
+/// The times `application`'s playback stream ran dry in hushd (the program late with its frames: a stall of the
+/// emulated machine, not of hushd), 0 when hushd does not list it.
+func streamUnderruns(_ application: Application) -> Int {
+    stream(of: application)?.stream["underruns"] as? Int ?? 0
+}
+
+/// `application`'s stream underruns since `before` (``streamUnderruns(_:)``), as a disturbance: a program that
+/// was late leaves a gap in what it plays.
+func streamUnderrunsSince(_ before: Int, _ application: Application) -> [String] {
+    let counted = streamUnderruns(application) - before
+    return counted > 0 ? ["\(application.name)'s stream ran dry \(counted) time(s) (the program was late)"] : []
+}
+
 /// The underruns hushd counted since `before`, as a disturbance.
 func xrunsSince(_ before: Int) throws -> [String] {
     let counted = try outputXruns() - before

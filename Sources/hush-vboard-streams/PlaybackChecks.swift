@@ -106,6 +106,7 @@ let playbackChecks: [Check] = [
         let ringFile = try ToneFile.make(ringtone, 3)
         try judge("silenced effect and ringtone") {
             let before = try outputXruns()
+            let musicDry = streamUnderruns(player)
             let effects = try aplay("hush:effects", effectFile)
             let ring = try aplay("hush:CATEGORY=soloAmbient,BUS=ringer", ringFile)
             applications += [effects, ring]
@@ -116,7 +117,9 @@ let playbackChecks: [Check] = [
             let took = zip(running, ended).map { start, end in end.map { seconds(from: start, to: $0.at) } ?? -1 }
             let samples = take.recordings[0].samples
             let levels = (music: heard(music, samples), effect: heard(effect, samples), ring: heard(ringtone, samples))
-            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)))
+            var judged = Judged(
+                disturbances: take.disturbances + (try xrunsSince(before)) + streamUnderrunsSince(musicDry, player)
+            )
             judged.report = [
                 "  silenced: music \(db(levels.music)) dBFS, the effect \(db(levels.effect.max)), the ringtone "
                     + "\(db(levels.ring.max)); 3 s files played in \(took.map(twoDecimals)) s once running; alert "
@@ -152,6 +155,7 @@ let playbackChecks: [Check] = [
             applications.append(player)
             let running = try waitForStream(player, "running")
             let before = try outputXruns()
+            let musicDry = streamUnderruns(player)
             var marks: (held: Instant, ringing: Instant, rang: (status: Int32, at: Instant)?, resumed: Instant)?
             let take = try listen(
                 to: [speakerCapture],
@@ -171,8 +175,9 @@ let playbackChecks: [Check] = [
                     )
                 ]
             )
+            let dry = streamUnderrunsSince(musicDry, player)
             let result = player.finish(within: 30)
-            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)))
+            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)) + dry)
             guard let marks, let rang = marks.rang else {
                 judged.problems.append("the ringtone's aplay did not end")
                 return judged
