@@ -53,8 +53,13 @@ let idleChecks: [Check] = [
 
         // A tone 0.5 s into a recording, once from idle and once while the output still runs from it: when its
         // first sample comes out, counted from when hushctl was started (its start-up and the request included).
-        func onset(_ what: String) throws -> (latency: Double, running: Bool) {
+        func onset(_ what: String, fromIdle: Bool) throws -> (latency: Double, running: Bool) {
             try measure(what) {
+                // A take from idle that is taken again (the last one disturbed) starts from idle again: the last
+                // take's tone woke the output.
+                if fromIdle, timedWait(40, idle) == nil {
+                    throw CheckFailure("\(what): hushd's output did not go idle again within 40 s")
+                }
                 var running = false
                 let take = try listenToHushd(
                     seconds: 3,
@@ -95,8 +100,8 @@ let idleChecks: [Check] = [
                 return (((Double(first) / 48000 - take.actedAt(0)) * 1000, running), disturbances)
             }
         }
-        let fromIdle = try onset("a tone after idle")
-        let warm = try onset("a tone while the output runs")
+        let fromIdle = try onset("a tone after idle", fromIdle: true)
+        let warm = try onset("a tone while the output runs", fromIdle: false)
         try require(!fromIdle.running, "the output was running when the first tone was asked for")
         print(
             "  first sample after the command: \(Int(fromIdle.latency.rounded())) ms from idle, "
