@@ -394,7 +394,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 return ControlStatus.Capture(
                     pcm: pcm,
                     open: daemon.microphone != nil,
-                    driftPPM: settled ? match?.driftPPM : nil
+                    driftPPM: settled ? match?.driftPPM : nil,
+                    gapFrames: daemon.microphone?.ring.underflows
                 )
             },
             voice: daemon.captureRouter.voicePath.map { path in

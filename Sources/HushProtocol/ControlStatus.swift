@@ -356,11 +356,15 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// How far the microphone's clock runs from the output's, ppm (positive: slow), while hushd resamples it
         /// to the output's clock (`[capture] clock`); absent on one clock, and until a minute of it was measured.
         public var driftPPM: Double?
+        /// Frames of silence handed on in the microphone's place since start because its reader was late (each a
+        /// period: a gap in what recorders heard); absent when the device never opened.
+        public var gapFrames: Int?
 
-        public init(pcm: String, open: Bool, driftPPM: Double? = nil) {
+        public init(pcm: String, open: Bool, driftPPM: Double? = nil, gapFrames: Int? = nil) {
             self.pcm = pcm
             self.open = open
             self.driftPPM = driftPPM.map { ($0 * 10).rounded() / 10 }
+            self.gapFrames = gapFrames
         }
     }
 }

@@ -132,7 +132,8 @@ public enum ControlText {
             return holders.isEmpty ? "none ([capture] pcm is not set): capture streams get silence" : heard
         }
         let drift = capture.driftPPM.map { ", \(DecimalText.trimmed($0, places: 0)) ppm off" } ?? ""
-        return "\(capture.pcm) " + (capture.open ? "(open\(drift))" : "(closed)") + ", " + heard
+        let gaps = capture.gapFrames.flatMap { $0 > 0 ? ", \($0) frames of gaps (its reader late)" : nil } ?? ""
+        return "\(capture.pcm) " + (capture.open ? "(open\(drift)\(gaps))" : "(closed)") + ", " + heard
     }
 
     /// A name a client chose, with control characters shown as "?" so it cannot break the terminal's lines.

@@ -221,7 +221,8 @@ public final class CaptureRouter: @unchecked Sendable {
                 primingPeriods -= 1
             } else {
                 got = microphone.available >= frames ? microphone.read(into: scratch, frames: frames) : 0
-                if got < frames && !catchingUp { microphone.countUnderflow(frames) }
+                // A gap in what consumers hear (nobody hears one while none listens).
+                if got < frames && !catchingUp && count > 0 { microphone.countUnderflow(frames) }
             }
             (scratch + got * channels).update(repeating: 0, count: (frames - got) * channels)
             // Read and thrown away while muted, so the microphone stays fresh for when the switch opens.
