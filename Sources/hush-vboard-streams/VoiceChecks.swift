@@ -457,10 +457,17 @@ func voiceConfiguration(microphone pcm: String, clock: String? = nil) -> String 
     """
 }
 
-/// Starts hushd with `configuration`, both routes at 0 dB (volumes are per route: the far end as loud through
+/// Starts hushd with `configuration` (the board set up first unless `boardReady`), both routes at 0 dB (volumes are per route: the far end as loud through
 /// either); fails unless its microphone opened and it has a voice path.
-func startVoiceHushd(_ configuration: String) throws -> (capture: [String: Any], voice: [String: Any]) {
-    try setUpBoardForHushd(configuration: configuration)
+func startVoiceHushd(
+    _ configuration: String,
+    boardReady: Bool = false
+) throws -> (capture: [String: Any], voice: [String: Any]) {
+    if boardReady {
+        try writeHushdConfiguration(configuration)
+    } else {
+        try setUpBoardForHushd(configuration: configuration)
+    }
     try startHushd()
     try hushctl("route headphones")
     try hushctl("volume 16")
@@ -474,8 +481,8 @@ func startVoiceHushd(_ configuration: String) throws -> (capture: [String: Any],
     return (capture, voice)
 }
 
-/// snd-aloop's rate shift (100000 is the nominal rate) of `device`'s side of `subdevice`, set with the guest's
-/// amixer and read back.
+/// snd-aloop's rate shift (100000 is the nominal rate: a unit is 10 ppm) of `device`'s side of `subdevice`, set with
+/// the guest's amixer and read back.
 func setLoopbackRateShift(device: Int, subdevice: Int, to value: Int) throws {
     let control = "iface=PCM,name='PCM Rate Shift 100000',device=\(device),subdevice=\(subdevice)"
     let set = shell("amixer -q -c Loopback cset \(control) \(value)")
@@ -574,9 +581,12 @@ let voiceChecks: [Check] = [
         // one above. Judged: the drift hushd shows, the ERLE and the ERLE after the route change. The near end in
         // double-talk is reported (the check above judges it).
         stopHushd()
-        try setLoopbackRateShift(device: 0, subdevice: 2, to: 100_000 + VoiceCall.driftPPM * 10)
+        try setLoopbackRateShift(device: 0, subdevice: 2, to: 100_000 + VoiceCall.driftPPM / 10)
         defer { try? setLoopbackRateShift(device: 0, subdevice: 2, to: 100_000) }
-        _ = try startVoiceHushd(voiceConfiguration(microphone: VoiceCall.driftMicrophone, clock: "match"))
+        _ = try startVoiceHushd(
+            voiceConfiguration(microphone: VoiceCall.driftMicrophone, clock: "match"),
+            boardReady: true
+        )
         // The clock match works while hushd's audio thread reads the microphone: a recorder keeps it reading.
         let warmUp = try Application(
             "arecord",

@@ -201,6 +201,25 @@ package func tap(_ simLine: SimLine) throws {
 /// switch, and the uinput device standing in for gpio-keys. Used by the e2e, faults, soak and streams checks;
 /// `extra` is appended to the configuration (the streams scenario's microphone and its light).
 package func setUpBoardForHushd(configuration extra: String = "") throws {
+    try writeHushdConfiguration(extra)
+    shell("mkdir -p /run/hush /var/lib/hush; rm -f \(e2eState)")
+    jackControl = try ALSAUserControl(card: "Loopback", element: jack, initial: false)
+    // A stereo amplifier switch such as a codec has, off at first: hushd turns it on for the speaker route.
+    amplifierControl = try ALSAUserControl(
+        card: "Dummy",
+        element: speakerAmplifierSwitch,
+        initial: false,
+        count: 2,
+        writableByOthers: true
+    )
+    // The board's media keys and second headphone source, as a gpio-keys device would provide them.
+    virtualKeys = try UInputDevice(name: keysName, codes: keyCodes, switches: [.headphoneInsert: 0])
+    settle()
+}
+
+/// Writes hushd's configuration on the virtual board (``setUpBoardForHushd(configuration:)``'s, with `extra`
+/// appended), for a hushd started after it; the board's controls and devices stay as they are.
+package func writeHushdConfiguration(_ extra: String = "") throws {
     try writeFile(
         e2eConfig,
         """
@@ -222,19 +241,6 @@ package func setUpBoardForHushd(configuration extra: String = "") throws {
 
         """ + extra
     )
-    shell("mkdir -p /run/hush /var/lib/hush; rm -f \(e2eState)")
-    jackControl = try ALSAUserControl(card: "Loopback", element: jack, initial: false)
-    // A stereo amplifier switch such as a codec has, off at first: hushd turns it on for the speaker route.
-    amplifierControl = try ALSAUserControl(
-        card: "Dummy",
-        element: speakerAmplifierSwitch,
-        initial: false,
-        count: 2,
-        writableByOthers: true
-    )
-    // The board's media keys and second headphone source, as a gpio-keys device would provide them.
-    virtualKeys = try UInputDevice(name: keysName, codes: keyCodes, switches: [.headphoneInsert: 0])
-    settle()
 }
 
 /// hushd's process id (the daemon, not `hushd play`).

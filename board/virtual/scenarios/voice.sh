@@ -7,7 +7,7 @@
 # (docs/virtual-board.md, "The voice scenario"). Last, the same call with the microphone on a loopback subdevice
 # whose clock runs 100 ppm fast (snd-aloop's PCM Rate Shift), hushd matching it ([capture] clock = "match").
 # vboard-timeout: 900
-# vboard-tools: amixer
+# vboard-tools: amixer arecord
 # vboard-on-demand: not yet robust beside a busy machine (issue 26); make vboard-voice runs it
 # vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
@@ -26,6 +26,12 @@ expect "alsa-lib names its plugin directory ($plugin_dir)" test -n "$plugin_dir"
 mkdir -p "$plugin_dir" /etc/alsa/conf.d
 cp /payload/libasound_module_pcm_hush.so "$plugin_dir/"
 cp /payload/50-hush.conf /etc/alsa/conf.d/50-hush.conf
+
+# The drift check's microphone is on a third loopback subdevice, with a clock of its own (the other scenarios load
+# snd-aloop with two): loaded again here, before hushd opens it.
+rmmod snd_aloop
+vboard_load_module snd-aloop index=0 id=Loopback pcm_substreams=3
+expect "snd-aloop has a third subdevice" test -e /proc/asound/Loopback/pcm0c/sub2
 
 status=0
 # shellcheck disable=SC2046 # a file "voice-checks" in the payload names the checks to run
