@@ -125,9 +125,11 @@ public final class CaptureRouter: @unchecked Sendable {
         // (its periods and the audio thread's have phases of their own) without a gap in what is heard. After the
         // audio thread slept, the ring filled up and its reader dropped what came since: everything in it is old
         // (seconds, minutes), so all of it goes, and the cushion is two periods of silence instead.
+        // (An overflow while consumers listened was a late audio thread, caught up below: seen, not stale.)
+        let overflowed = microphone.map { $0.overflows != overflowsSeen } ?? false
+        if let microphone { overflowsSeen = microphone.overflows }
         if count == 0, let microphone {
-            if microphone.overflows != overflowsSeen {
-                overflowsSeen = microphone.overflows
+            if overflowed {
                 microphone.discard(keeping: 0)
                 primingPeriods = Self.cushionPeriods
             } else {
@@ -200,7 +202,7 @@ public final class CaptureRouter: @unchecked Sendable {
     /// Audio thread: frames handed on since consumers came (without a microphone), and when that began.
     private var deliveredFrames = 0
     private var anchor = 0
-    /// Audio thread: the microphone ring's overflow count when this last threw its backlog away.
+    /// Audio thread: the microphone ring's overflow count at the last period.
     private var overflowsSeen = 0
     /// Audio thread: periods still to hand on as silence, not read, after a stale backlog was thrown away: the
     /// cushion the ring fills meanwhile (not underflows).

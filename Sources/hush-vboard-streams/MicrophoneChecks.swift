@@ -83,7 +83,8 @@ func microphoneGapFrames() -> Int {
 /// gap is the emulated machine holding the reader's CPU past the router's cushion, and hushd says so; a gap it did
 /// not count is hush's.
 func gapsCounted(_ holes: [Gap], gapFrames: Int) -> Bool {
-    holes.allSatisfy { $0.milliseconds <= hushdPeriod * 1000 + 1 } && holes.count <= gapFrames / 512
+    holes.allSatisfy { $0.milliseconds <= hushdPeriod * 1000 + 1 }
+        && holes.count <= gapFrames / Int(hushdPeriod * 48000)
 }
 
 /// The microphone's tone in `samples` (16 kHz) from `from` to `to` seconds: its quietest and loudest 100 ms window

@@ -140,6 +140,41 @@ struct CatchUpTests {
         #expect(next.frames.allSatisfy { $0 == 0.4 || $0 == 0.5 }, "fresh frames at once, no priming")
     }
 
+    @Test("a ring that overflowed while a recorder listened is not stale for the next one")
+    func overflowWhileListening() throws {
+        let microphone = SampleRing(frames: 1024, channels: 1)
+        defer { microphone.deallocate() }
+        let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
+        func capture(_ value: Float, _ periods: Int) {
+            let block = [Float](repeating: value, count: Self.period)
+            for _ in 0..<periods {
+                block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: Self.period) }
+            }
+        }
+        let first = Counter(voice: false)
+        router.add(first)
+        for _ in 0..<5 {
+            capture(0.1, 1)
+            router.period(frames: Self.period)
+        }
+        // The audio thread stalls past the ring while the recorder listens; it catches up after.
+        capture(0.2, 20)
+        #expect(microphone.overflows > 0)
+        for _ in 0..<10 {
+            capture(0.3, 1)
+            router.period(frames: Self.period)
+        }
+        router.remove(first)
+        router.period(frames: Self.period)
+        router.reap()
+        capture(0.4, 1)
+        let next = Counter(voice: false)
+        router.add(next)
+        router.period(frames: Self.period)
+        #expect(next.frames.count == Self.period)
+        #expect(next.frames.allSatisfy { $0 != 0 }, "fresh frames at once, not the priming of a stale ring")
+    }
+
     @Test("without a microphone, silence at the clock's rate: a late audio thread catches up")
     func clockWithoutMicrophone() throws {
         let router = CaptureRouter(microphone: nil, maxFrames: Self.period, sampleRate: 48000)
