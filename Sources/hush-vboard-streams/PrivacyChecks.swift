@@ -431,6 +431,10 @@ let privacyChecks: [Check] = [
             try privacy.waitForStatus(on: true)
             tone.marked.store(true, ordering: .relaxed)
             let markedFrom = monotonicNow()
+            // The output woken (a short recorder, silent: the switch is on), so that it goes idle after the mark
+            // began and its ring fills with the mark; an output idle since before would hold older frames.
+            let waker = try arecord("hush:CATEGORY=record", "/tmp/privacy-waker.raw", seconds: 1)
+            _ = waker.finish(within: 20)
             try waitUntil("hushd's output idle (nothing plays, nobody records)", seconds: 30) { outputIdle() }
             let idleAfter = seconds(from: markedFrom, to: monotonicNow())
             // Its microphone ring (about 0.7 s) fills with the marked tone while the audio thread sleeps.
@@ -458,6 +462,7 @@ let privacyChecks: [Check] = [
                     + "then the tone at \(twoDecimals(heard.quietest)) to \(twoDecimals(heard.loudest)) dBFS"
             ]
             judged.expect(result?.status == 0, "arecord failed: \(recorder.outcome)")
+            judged.expect(idleAfter >= 1, "hushd's output went idle before the mark (\(idleAfter) s): nothing to judge")
             judged.expect(stillIdle, "hushd's output woke while nobody recorded", stall: true)
             judged.expect(
                 marked.isEmpty,
