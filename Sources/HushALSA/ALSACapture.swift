@@ -10,6 +10,8 @@ import Glibc
 package final class ALSACapture {
     package let granted: PlaybackConfiguration
     private let pcm: OpaquePointer
+    /// Overruns (and other errors) recovered from in ``read(into:frames:)``: each stopped the device for a while.
+    package private(set) var recoveries = 0
 
     /// Opens `configuration.pcm` for capture with the nearest setup it accepts.
     package init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
@@ -32,6 +34,8 @@ package final class ALSACapture {
                 continue
             } else if snd_pcm_recover(pcm, Int32(result), 1) != 0 {
                 return offset
+            } else {
+                recoveries += 1
             }
         }
         return offset

@@ -394,7 +394,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 return ControlStatus.Capture(
                     pcm: pcm,
                     open: daemon.microphone != nil,
-                    driftPPM: settled ? match?.driftPPM : nil,
+                    driftPPM: daemon.microphoneDriftPPM,
+                    stretchPPM: settled ? match?.stretchPPM : nil,
                     gapFrames: daemon.microphone?.ring.underflows
                 )
             },

@@ -255,11 +255,19 @@ package final class Daemon {
     /// The drift last said, ppm, to say it again only when it moved.
     private var reportedDrift: Double?
 
+    /// The microphone's clock against the output's, ppm (positive: it runs slow), from the two devices' measured
+    /// rates (``RateMeter``), while hushd matches them (`[capture] clock = "match"`); nil until both are measured.
+    package var microphoneDriftPPM: Double? {
+        guard let microphone, microphone.clockMatch != nil, let output else { return nil }
+        let microphoneRate = microphone.rateMicrohertz.load(ordering: .relaxed)
+        let outputRate = output.counters.rateMicrohertz.load(ordering: .relaxed)
+        guard microphoneRate > 0, outputRate > 0 else { return nil }
+        return driftPPM(of: Double(microphoneRate), against: Double(outputRate))
+    }
+
     /// Says the microphone's drift against the output's clock once it is found, and again when it moves by 20 ppm.
     private func reportDrift() {
-        guard let match = microphone?.clockMatch, let pcm = setup.capturePCM else { return }
-        let drift = match.driftPPM
-        guard match.settledSeconds.load(ordering: .relaxed) >= 60 else { return }
+        guard let pcm = setup.capturePCM, let drift = microphoneDriftPPM else { return }
         if let said = reportedDrift, abs(said - drift) < 20 { return }
         reportedDrift = drift
         let way = drift >= 0 ? "slow" : "fast"

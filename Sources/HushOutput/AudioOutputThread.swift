@@ -93,6 +93,9 @@ package final class AudioOutputThread: @unchecked Sendable {
         /// Times the thread went idle, and times it was woken from idle.
         package let idlings = Atomic<Int>(0)
         package let wakings = Atomic<Int>(0)
+        /// The device's real rate, in millionths of a frame per second of CLOCK_MONOTONIC (``RateMeter``), 0 until
+        /// the first whole window: the output's clock, against which a microphone on another card drifts.
+        package let rateMicrohertz = Atomic<Int>(0)
         init() {}
     }
 
@@ -605,6 +608,8 @@ package final class AudioOutputThread: @unchecked Sendable {
         // Quiet frames after which the thread goes idle (never less than the device's queue, which is then only
         // silence); nil keeps the device fed.
         let idleFrames = idleAfter.map { max(Int(engine.format.frames($0)), queuedFrames) }
+        // The device's clock, from when its writes return; a stretch ends wherever the device stopped or changed.
+        var meter = RateMeter(skip: granted.periods + 1)
         while running.load(ordering: .relaxed) {
             // A handover seen now was published after the commands that go with it (R5's pauses before the
             // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
@@ -638,18 +643,27 @@ package final class AudioOutputThread: @unchecked Sendable {
             counters.periods.add(1, ordering: .relaxed)
             switch device.write(buffer, frames: frames) {
             case .written:
-                break
+                if meter.tick(frames: frames, at: monotonicNanoseconds()), let rate = meter.rate {
+                    counters.rateMicrohertz.store(Int((rate * 1e6).rounded()), ordering: .relaxed)
+                }
             case .recovered:
                 counters.underruns.add(1, ordering: .relaxed)
                 engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+                meter.split()
             case .gone:
                 handBackLost()
+                meter.split()
             case .failed:
                 counters.writeErrors.add(1, ordering: .relaxed)
                 sleepFor(.milliseconds(10))
+                meter.split()
             }
-            if switching { acceptHandover() }
+            if switching {
+                acceptHandover()
+                meter.split()
+            }
             if let idleFrames, engine.quietFrames >= idleFrames, fadingBox == 0, lostBox == 0 {
+                meter.split()
                 goIdle()
                 // The time asleep is not a gap between periods.
                 previousStart = 0

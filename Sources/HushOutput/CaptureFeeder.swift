@@ -33,6 +33,9 @@ package final class CaptureFeeder: @unchecked Sendable {
     package let reopenings = Atomic<Int>(0)
     /// The microphone resampled to the output's clock, when its card is not the output's (nil: one clock).
     package let clockMatch: ClockMatch?
+    /// The microphone's real rate, in millionths of a frame per second of CLOCK_MONOTONIC (``RateMeter``), 0 until
+    /// the first whole window; measured while the clock is matched.
+    package let rateMicrohertz = Atomic<Int>(0)
     private let requested: PlaybackConfiguration
     private var capture: ALSACapture?
     private let running = Atomic<Bool>(false)
@@ -143,6 +146,9 @@ package final class CaptureFeeder: @unchecked Sendable {
         var retry = ContinuousClock.now
         var wait = Duration.milliseconds(100)
         var gate = SourceMute(bufferFrames: granted.periodFrames * granted.periods)
+        // The microphone's clock, from when its reads return; a stretch ends at an overrun or a reopening.
+        var meter = RateMeter(skip: granted.periods + 1)
+        var recoveries = 0
         while running.load(ordering: .relaxed) {
             guard let capture else {
                 // Lost: try again when due, looking at `running` every 10 ms so stop() is never kept waiting.
@@ -168,6 +174,12 @@ package final class CaptureFeeder: @unchecked Sendable {
                     for i in 0..<(read * channels) { float[i] = Float(pcm[i]) / 32768 }
                 }
                 if let clockMatch {
+                    if capture.recoveries != recoveries || read < frames {
+                        recoveries = capture.recoveries
+                        meter.split()
+                    } else if meter.tick(frames: read, at: monotonicNanoseconds()), let rate = meter.rate {
+                        rateMicrohertz.store(Int((rate * 1e6).rounded()), ordering: .relaxed)
+                    }
                     let lost = float.withUnsafeBufferPointer {
                         clockMatch.write($0.baseAddress!, frames: read, into: ring)
                     }
@@ -181,6 +193,8 @@ package final class CaptureFeeder: @unchecked Sendable {
                 // Beyond recovery: close it now (a removed card goes only when its last handle closes), reopen later.
                 failedReads.add(1, ordering: .relaxed)
                 self.capture = nil
+                meter.split()
+                recoveries = 0
                 retry = ContinuousClock.now + .milliseconds(100)
                 wait = .milliseconds(250)
                 lost.store(true, ordering: .releasing)

@@ -68,9 +68,11 @@ package final class ClockMatch: @unchecked Sendable {
     private let scratch: UnsafeMutablePointer<Float>
     private let capacity: Int
     private let channels: Int
-    /// The drift found, in hundredths of a ppm (control side reads it): the stretch actually applied (frames made
-    /// over frames taken) over the last complete window of ``window`` seconds, 0 before the first.
-    package let driftCentiPPM = Atomic<Int>(0)
+    /// The stretch applied, in hundredths of a ppm (control side reads it): frames made over frames taken, over the
+    /// last complete window of ``window`` seconds, 0 before the first. It is the drift plus what the fill asked for
+    /// (a reader that lost or caught up frames), so it wobbles by hundreds of ppm where the reader is late now and
+    /// then; the drift people read comes from the two clocks' ``RateMeter``s.
+    package let stretchCentiPPM = Atomic<Int>(0)
     /// Frames taken and made in the window under way, and its length in frames of the microphone's clock.
     private var taken = 0
     private var made = 0
@@ -123,9 +125,9 @@ package final class ClockMatch: @unchecked Sendable {
             if took == 0 && made == 0 { break }
         }
         if taken >= window {
-            // The stretch that held the fill: the two clocks' ratio (the controller's own figure carries its wobble).
+            // The stretch that held the fill (the controller's own figure carries its wobble).
             let stretch = Double(self.made) / Double(taken) - 1
-            driftCentiPPM.store(Int((stretch * 1e8).rounded()), ordering: .relaxed)
+            stretchCentiPPM.store(Int((stretch * 1e8).rounded()), ordering: .relaxed)
             taken = 0
             self.made = 0
         }
@@ -133,6 +135,7 @@ package final class ClockMatch: @unchecked Sendable {
         return dropped
     }
 
-    /// The drift found, ppm.
-    package var driftPPM: Double { Double(driftCentiPPM.load(ordering: .relaxed)) / 100 }
+    /// The stretch applied over the last whole window, ppm: negative when the microphone gave more frames than the
+    /// output took (it was shrunk).
+    package var stretchPPM: Double { Double(stretchCentiPPM.load(ordering: .relaxed)) / 100 }
 }

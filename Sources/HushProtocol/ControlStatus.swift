@@ -354,16 +354,27 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// Whether the device is open now.
         public var open: Bool
         /// How far the microphone's clock runs from the output's, ppm (positive: slow), while hushd resamples it
-        /// to the output's clock (`[capture] clock`); absent on one clock, and until a minute of it was measured.
+        /// to the output's clock (`[capture] clock`): both devices' rates measured against the system's clock over
+        /// 30 s of undisturbed periods; absent on one clock, and until both are measured.
         public var driftPPM: Double?
+        /// The stretch the resampler applied over its last minute, ppm (negative: the microphone shrunk): the drift
+        /// plus the frames a late reader lost or caught up; absent like `driftPPM`, and until a minute passed.
+        public var stretchPPM: Double?
         /// Frames of silence handed on in the microphone's place since start because its reader was late (each a
         /// period: a gap in what recorders heard); absent when the device never opened.
         public var gapFrames: Int?
 
-        public init(pcm: String, open: Bool, driftPPM: Double? = nil, gapFrames: Int? = nil) {
+        public init(
+            pcm: String,
+            open: Bool,
+            driftPPM: Double? = nil,
+            stretchPPM: Double? = nil,
+            gapFrames: Int? = nil
+        ) {
             self.pcm = pcm
             self.open = open
             self.driftPPM = driftPPM.map { ($0 * 10).rounded() / 10 }
+            self.stretchPPM = stretchPPM.map { ($0 * 10).rounded() / 10 }
             self.gapFrames = gapFrames
         }
     }

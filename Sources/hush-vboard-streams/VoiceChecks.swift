@@ -64,9 +64,9 @@ enum VoiceCall {
     static let driftMicrophone = "hw:Loopback,0,2"
     static let driftMicrophoneSide = "hw:Loopback,1,2"
     static let driftPPM = 100
-    /// How long hushd's clock match runs before its drift is read: about 30 s to settle, then one whole 60 s window
-    /// of the stretch it applied (ClockMatch), with a margin.
-    static let driftWarmUp = 125.0
+    /// How long hushd's clock match runs before its drift is read: both devices' rates are measured over 30 s
+    /// windows (RateMeter), the resampler's controller settles in about 30 s; two windows and a margin.
+    static let driftWarmUp = 65.0
 
     /// The issue's targets (26): ERLE ≥ 30 dB, ≥ 25 dB within 0.5 s of a route change, the near end within 3 dB.
     static let erleTarget = 30.0
@@ -603,10 +603,10 @@ let voiceChecks: [Check] = [
         }
         _ = try waitForStream(warmUp, "running")
         sleep(.milliseconds(Int64(VoiceCall.driftWarmUp * 1000)))
-        func drift() -> Double? {
-            ((try? hushdStatus.status())?["capture"] as? [String: Any])?["driftPPM"] as? Double
-        }
+        func capture() -> [String: Any] { ((try? hushdStatus.status())?["capture"] as? [String: Any]) ?? [:] }
+        func drift() -> Double? { capture()["driftPPM"] as? Double }
         let warmDrift = drift()
+        let warmStretch = capture()["stretchPPM"] as? Double
         try judge("the call with the microphone \(VoiceCall.driftPPM) ppm fast") {
             takeCount += 1
             let take = try call("hush:voice", take: takeCount, microphoneSide: VoiceCall.driftMicrophoneSide)
@@ -616,7 +616,8 @@ let voiceChecks: [Check] = [
             judged.report = [
                 "  the microphone \(VoiceCall.driftPPM) ppm fast (snd-aloop rate shift on \(VoiceCall.driftMicrophone)): "
                     + "hushd's drift \(warmDrift.map(twoDecimals) ?? "none") ppm after \(Int(VoiceCall.driftWarmUp)) s, "
-                    + "\(after.map(twoDecimals) ?? "none") ppm after the call",
+                    + "\(after.map(twoDecimals) ?? "none") ppm after the call; the stretch its resampler applied "
+                    + "\(warmStretch.map(twoDecimals) ?? "none") ppm",
                 "  voiceChat: \(figures.summary)", "  \(take.roomText.replacingOccurrences(of: "\n", with: "\n  "))",
                 "  \(take.farText)", "  hushd's voice path mid-call: \(describeVoice(take.voiceBefore))",
             ]

@@ -76,7 +76,7 @@ struct ClockMatchTests {
                 nextRead += readEvery
             }
         }
-        outcome.drift = matcher?.driftPPM
+        outcome.drift = matcher?.stretchPPM
         return outcome
     }
 
