@@ -383,7 +383,8 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                         seconds: Double((daemon.clock.now() - pending.since).milliseconds) / 1000
                     )
                 },
-                idle: counters.idle
+                idle: counters.idle,
+                measuredRate: daemon.outputMeasuredRate
             ),
             clients: server.clients.count,
             streams: streams.entries.values.sorted { $0.id < $1.id }.map(streamStatus),
@@ -396,6 +397,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                     open: daemon.microphone != nil,
                     driftPPM: daemon.microphoneDriftPPM,
                     stretchPPM: settled ? match?.stretchPPM : nil,
+                    measuredRate: daemon.microphoneMeasuredRate,
                     gapFrames: daemon.microphone?.ring.underflows
                 )
             },

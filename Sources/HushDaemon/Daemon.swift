@@ -258,11 +258,21 @@ package final class Daemon {
     /// The microphone's clock against the output's, ppm (positive: it runs slow), from the two devices' measured
     /// rates (``RateMeter``), while hushd matches them (`[capture] clock = "match"`); nil until both are measured.
     package var microphoneDriftPPM: Double? {
-        guard let microphone, microphone.clockMatch != nil, let output else { return nil }
-        let microphoneRate = microphone.rateMicrohertz.load(ordering: .relaxed)
-        let outputRate = output.counters.rateMicrohertz.load(ordering: .relaxed)
-        guard microphoneRate > 0, outputRate > 0 else { return nil }
-        return driftPPM(of: Double(microphoneRate), against: Double(outputRate))
+        guard let microphoneRate = microphoneMeasuredRate, let outputRate = outputMeasuredRate else { return nil }
+        return driftPPM(of: microphoneRate, against: outputRate)
+    }
+
+    /// The output device's real rate (``RateMeter``), frames per second; nil until measured.
+    package var outputMeasuredRate: Double? {
+        guard let rate = output?.counters.rateMicrohertz.load(ordering: .relaxed), rate > 0 else { return nil }
+        return Double(rate) / 1e6
+    }
+
+    /// The microphone's real rate while its clock is matched, frames per second; nil until measured.
+    package var microphoneMeasuredRate: Double? {
+        guard let microphone, microphone.clockMatch != nil else { return nil }
+        let rate = microphone.rateMicrohertz.load(ordering: .relaxed)
+        return rate > 0 ? Double(rate) / 1e6 : nil
     }
 
     /// Says the microphone's drift against the output's clock once it is found, and again when it moves by 20 ppm.

@@ -139,6 +139,9 @@ package final class AudioOutputThread: @unchecked Sendable {
     /// Called on the audio thread after each period's mix, with the period's frames (capture streams). Set before
     /// ``start()``. While it wants periods (a recorder or a relay runs) the thread does not go idle.
     package var periodHook: PeriodHook?
+    /// Seconds of undisturbed periods per figure of the device's measured rate (``Counters/rateMicrohertz``).
+    /// Set before ``start()``.
+    package var rateWindow = 30.0
     /// How long nothing must have been heard (``MixerEngine/quietFrames``: no voice playing, no ramp or fade
     /// moving) before the thread stops the device and sleeps; nil never does (`[output] keep_warm`, `hushd play`).
     /// At least the device's queue, so only silence is dropped when it stops. Set before ``start()``.
@@ -354,8 +357,9 @@ package final class AudioOutputThread: @unchecked Sendable {
 
     /// On the audio thread, after `quietFrames` reached the idle time: stops the device (what it holds is silence),
     /// blocks on the eventfd until woken, and prepares the device again. Nothing here allocates, locks or logs.
-    private func goIdle() {
-        guard let device = playback, let wakeEvent, !workWaiting() else { return }
+    /// Returns false when it did not go idle (a recorder or a command wants the thread).
+    private func goIdle() -> Bool {
+        guard let device = playback, let wakeEvent, !workWaiting() else { return false }
         device.halt()
         counters.idlings.add(1, ordering: .relaxed)
         counters.idle.store(1, ordering: .relaxed)
@@ -368,7 +372,7 @@ package final class AudioOutputThread: @unchecked Sendable {
         }
         counters.idle.store(0, ordering: .relaxed)
         counters.wakings.add(1, ordering: .relaxed)
-        guard running.load(ordering: .acquiring) else { return }
+        guard running.load(ordering: .acquiring) else { return true }
         // Prepared, the device starts when the next periods have filled its buffer: they are written at once, the
         // first with the beginning of the sound that woke the thread.
         switch device.resume() {
@@ -376,6 +380,7 @@ package final class AudioOutputThread: @unchecked Sendable {
         case .failed: counters.writeErrors.add(1, ordering: .relaxed)
         case .written, .recovered: break
         }
+        return true
     }
 
     /// How long until ``service()`` next tries to open the lost device (zero when due), nil while it is not lost.
@@ -609,7 +614,7 @@ package final class AudioOutputThread: @unchecked Sendable {
         // silence); nil keeps the device fed.
         let idleFrames = idleAfter.map { max(Int(engine.format.frames($0)), queuedFrames) }
         // The device's clock, from when its writes return; a stretch ends wherever the device stopped or changed.
-        var meter = RateMeter(skip: granted.periods + 1)
+        var meter = RateMeter(skip: granted.periods + 1, window: rateWindow)
         while running.load(ordering: .relaxed) {
             // A handover seen now was published after the commands that go with it (R5's pauses before the
             // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
@@ -662,9 +667,9 @@ package final class AudioOutputThread: @unchecked Sendable {
                 acceptHandover()
                 meter.split()
             }
-            if let idleFrames, engine.quietFrames >= idleFrames, fadingBox == 0, lostBox == 0 {
+            if let idleFrames, engine.quietFrames >= idleFrames, fadingBox == 0, lostBox == 0, goIdle() {
+                // The device stopped while the thread slept: its clock's line starts again.
                 meter.split()
-                goIdle()
                 // The time asleep is not a gap between periods.
                 previousStart = 0
             }

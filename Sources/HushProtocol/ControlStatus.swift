@@ -168,6 +168,9 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// True while the output is idle: nothing played for `[output] idle_seconds`, so the device is stopped
         /// and the audio thread asleep until the next sound. Nil from a hushd that does not say.
         public var idle: Bool?
+        /// The device's real rate, frames per second of the system's clock, measured from when its periods complete
+        /// over 30 s of undisturbed playing; nil until then.
+        public var measuredRate: Double?
 
         /// A route's PCM that would not open (another program holds it, or its card is missing).
         public struct Pending: Codable, Hashable, Sendable {
@@ -200,7 +203,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             losses: Int,
             latencyMilliseconds: Double,
             pending: Pending? = nil,
-            idle: Bool? = nil
+            idle: Bool? = nil,
+            measuredRate: Double? = nil
         ) {
             self.pcm = pcm
             self.open = open
@@ -213,6 +217,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.latencyMilliseconds = (latencyMilliseconds * 100).rounded() / 100
             self.pending = pending
             self.idle = idle
+            self.measuredRate = measuredRate.map { ($0 * 1000).rounded() / 1000 }
         }
     }
 
@@ -360,6 +365,9 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// The stretch the resampler applied over its last minute, ppm (negative: the microphone shrunk): the drift
         /// plus the frames a late reader lost or caught up; absent like `driftPPM`, and until a minute passed.
         public var stretchPPM: Double?
+        /// The microphone's real rate, frames per second of the system's clock, measured like the output's
+        /// (`output.measuredRate`) while the clock is matched; nil until then.
+        public var measuredRate: Double?
         /// Frames of silence handed on in the microphone's place since start because its reader was late (each a
         /// period: a gap in what recorders heard); absent when the device never opened.
         public var gapFrames: Int?
@@ -369,12 +377,14 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             open: Bool,
             driftPPM: Double? = nil,
             stretchPPM: Double? = nil,
+            measuredRate: Double? = nil,
             gapFrames: Int? = nil
         ) {
             self.pcm = pcm
             self.open = open
             self.driftPPM = driftPPM.map { ($0 * 10).rounded() / 10 }
             self.stretchPPM = stretchPPM.map { ($0 * 10).rounded() / 10 }
+            self.measuredRate = measuredRate.map { ($0 * 1000).rounded() / 1000 }
             self.gapFrames = gapFrames
         }
     }

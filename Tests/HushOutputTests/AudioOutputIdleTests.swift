@@ -196,6 +196,26 @@ struct AudioOutputIdleTests {
         withExtendedLifetime(wanting) {}
     }
 
+    @Test("quiet beside a recorder (so not idle), the device's rate is still measured")
+    func rateMeasuredWhileQuiet() throws {
+        let output = IdleOutput()
+        let (engine, _) = Self.engine()
+        let wanting = Wanting()
+        let thread = AudioOutputThread.forTest(engine, output)
+        thread.idleAfter = .milliseconds(100)
+        thread.periodHook = wanting.hook
+        thread.rateWindow = 1
+        try thread.start()
+        defer { thread.stop() }
+        // 5 ms periods slept one by one: a little under 48 kHz, never over.
+        #expect(Self.wait(thread) { thread.counters.rateMicrohertz.load(ordering: .relaxed) > 0 })
+        let rate = Double(thread.counters.rateMicrohertz.load(ordering: .relaxed)) / 1e6
+        print("an idle-capable output quiet beside a recorder: measured \(rate) Hz for a device paced at 48000")
+        #expect(rate > 40000 && rate <= 48000 * 1.001, "\(rate)")
+        #expect(output.halts.load(ordering: .relaxed) == 0)
+        withExtendedLifetime(wanting) {}
+    }
+
     @Test(
         "going idle and waking allocates nothing on the audio thread",
         .enabled(if: hush_allocation_counter_installed(), "a sanitizer replaces malloc in this build")
