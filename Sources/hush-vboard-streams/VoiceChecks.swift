@@ -614,9 +614,7 @@ func referenceRates(
     playback.start()
     // Both end on their own after `seconds`; a device that hangs is not waited for past that and a margin.
     let deadline = now() + seconds + 10
-    while (capture.isExecuting || playback.isExecuting || !capture.isFinished || !playback.isFinished) && now() < deadline {
-        usleep(100_000)
-    }
+    while !(capture.isFinished && playback.isFinished) && now() < deadline { usleep(100_000) }
     let found = rates.withLock { $0 }
     return (found.microphone, found.output, notes.withLock { $0 })
 }
