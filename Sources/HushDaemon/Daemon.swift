@@ -255,24 +255,42 @@ package final class Daemon {
     /// The drift last said, ppm, to say it again only when it moved.
     private var reportedDrift: Double?
 
-    /// The microphone's clock against the output's, ppm (positive: it runs slow), from the two devices' measured
-    /// rates (``RateMeter``), while hushd matches them (`[capture] clock = "match"`); nil until both are measured.
+    /// The microphone's clock against the output's, ppm (positive: it runs slow), from the two devices' rates
+    /// measured over the same window of the system clock (``RateMeter``), while hushd matches them (`[capture]
+    /// clock = "match"`); nil until both measured one window.
     package var microphoneDriftPPM: Double? {
-        guard let microphoneRate = microphoneMeasuredRate, let outputRate = outputMeasuredRate else { return nil }
-        return driftPPM(of: microphoneRate, against: outputRate)
+        noteMeasuredRates()
+        return matchedDrift
     }
 
-    /// The output device's real rate (``RateMeter``), frames per second; nil until measured.
+    /// The output device's real rate over its latest window (``RateMeter``), frames per second; nil until measured.
     package var outputMeasuredRate: Double? {
-        guard let rate = output?.counters.rateMicrohertz.load(ordering: .relaxed), rate > 0 else { return nil }
-        return Double(rate) / 1e6
+        RateMeter.unpack(output?.counters.measuredRate.load(ordering: .relaxed) ?? 0)?.rate
     }
 
-    /// The microphone's real rate while its clock is matched, frames per second; nil until measured.
+    /// The microphone's real rate over its latest window while its clock is matched; nil until measured.
     package var microphoneMeasuredRate: Double? {
         guard let microphone, microphone.clockMatch != nil else { return nil }
-        let rate = microphone.rateMicrohertz.load(ordering: .relaxed)
-        return rate > 0 ? Double(rate) / 1e6 : nil
+        return RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed))?.rate
+    }
+
+    /// The latest drift from one window both devices measured, and the output's figures by window (the two
+    /// threads publish at their own moments: the output's figure of a window is kept until the microphone's comes).
+    private var matchedDrift: Double?
+    private var outputFigures: [(rate: Double, index: Int)] = []
+
+    private func noteMeasuredRates() {
+        guard let microphone, microphone.clockMatch != nil, let output else { return }
+        if let figure = RateMeter.unpack(output.counters.measuredRate.load(ordering: .relaxed)),
+            outputFigures.last?.index != figure.index
+        {
+            outputFigures.append(figure)
+            if outputFigures.count > 4 { outputFigures.removeFirst() }
+        }
+        guard let heard = RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed)),
+            let played = outputFigures.last(where: { $0.index == heard.index })
+        else { return }
+        matchedDrift = driftPPM(of: heard.rate, against: played.rate)
     }
 
     /// Says the microphone's drift against the output's clock once it is found, and again when it moves by 20 ppm.

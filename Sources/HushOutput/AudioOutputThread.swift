@@ -93,9 +93,10 @@ package final class AudioOutputThread: @unchecked Sendable {
         /// Times the thread went idle, and times it was woken from idle.
         package let idlings = Atomic<Int>(0)
         package let wakings = Atomic<Int>(0)
-        /// The device's real rate, in millionths of a frame per second of CLOCK_MONOTONIC (``RateMeter``), 0 until
-        /// the first whole window: the output's clock, against which a microphone on another card drifts.
-        package let rateMicrohertz = Atomic<Int>(0)
+        /// The device's real rate over the latest window of the system clock, with the window's index
+        /// (``RateMeter/packed``; 0 until the first): the output's clock, against which a microphone on another
+        /// card drifts.
+        package let measuredRate = Atomic<Int>(0)
         init() {}
     }
 
@@ -139,9 +140,9 @@ package final class AudioOutputThread: @unchecked Sendable {
     /// Called on the audio thread after each period's mix, with the period's frames (capture streams). Set before
     /// ``start()``. While it wants periods (a recorder or a relay runs) the thread does not go idle.
     package var periodHook: PeriodHook?
-    /// Seconds of undisturbed periods per figure of the device's measured rate (``Counters/rateMicrohertz``).
-    /// Set before ``start()``.
-    package var rateWindow = 30.0
+    /// Seconds of the system clock per figure of the device's measured rate (``Counters/measuredRate``). Set
+    /// before ``start()``.
+    package var rateWindow = 30
     /// How long nothing must have been heard (``MixerEngine/quietFrames``: no voice playing, no ramp or fade
     /// moving) before the thread stops the device and sleeps; nil never does (`[output] keep_warm`, `hushd play`).
     /// At least the device's queue, so only silence is dropped when it stops. Set before ``start()``.
@@ -648,8 +649,8 @@ package final class AudioOutputThread: @unchecked Sendable {
             counters.periods.add(1, ordering: .relaxed)
             switch device.write(buffer, frames: frames) {
             case .written:
-                if meter.tick(frames: frames, at: monotonicNanoseconds()), let rate = meter.rate {
-                    counters.rateMicrohertz.store(Int((rate * 1e6).rounded()), ordering: .relaxed)
+                if meter.tick(frames: frames, at: monotonicNanoseconds()) {
+                    counters.measuredRate.store(meter.packed, ordering: .relaxed)
                 }
             case .recovered:
                 counters.underruns.add(1, ordering: .relaxed)

@@ -33,9 +33,9 @@ package final class CaptureFeeder: @unchecked Sendable {
     package let reopenings = Atomic<Int>(0)
     /// The microphone resampled to the output's clock, when its card is not the output's (nil: one clock).
     package let clockMatch: ClockMatch?
-    /// The microphone's real rate, in millionths of a frame per second of CLOCK_MONOTONIC (``RateMeter``), 0 until
-    /// the first whole window; measured while the clock is matched.
-    package let rateMicrohertz = Atomic<Int>(0)
+    /// The microphone's real rate over the latest window of the system clock, with the window's index
+    /// (``RateMeter/packed``; 0 until the first); measured while the clock is matched.
+    package let measuredRate = Atomic<Int>(0)
     private let requested: PlaybackConfiguration
     private var capture: ALSACapture?
     private let running = Atomic<Bool>(false)
@@ -177,8 +177,8 @@ package final class CaptureFeeder: @unchecked Sendable {
                     if capture.recoveries != recoveries || read < frames {
                         recoveries = capture.recoveries
                         meter.split()
-                    } else if meter.tick(frames: read, at: monotonicNanoseconds()), let rate = meter.rate {
-                        rateMicrohertz.store(Int((rate * 1e6).rounded()), ordering: .relaxed)
+                    } else if meter.tick(frames: read, at: monotonicNanoseconds()) {
+                        measuredRate.store(meter.packed, ordering: .relaxed)
                     }
                     let lost = float.withUnsafeBufferPointer {
                         clockMatch.write($0.baseAddress!, frames: read, into: ring)

@@ -9,15 +9,19 @@
 /// intercept each, so a break loses nothing before it. The first ``skip`` periods of each stretch are left out: a
 /// started device takes its whole buffer at once, and those writes return at once.
 ///
-/// Two meters — the microphone's and the output's — give the two clocks' drift apart; the ring between them (which
+/// Figures come per window of the system clock, aligned to it (seconds 0–30, 30–60, … of CLOCK_MONOTONIC), not per
+/// 30 s of each device's own periods: two meters — the microphone's and the output's — then measure the same stretch
+/// of time, and whatever moves the system clock against the devices' (NTP slewing it by up to 500 ppm; an emulator's
+/// timer ticks late under load, which moved both loopback devices together by 250 ppm between runs on the virtual
+/// board) moves both figures alike and leaves their ratio, the drift, alone. The ring between them (which
 /// `ClockMatch` keeps at its fill) says how much stretch was applied, which is the drift plus whatever the reader
 /// lost or caught up, and so cannot be the figure people read. Pure and allocation-free: it runs on the audio and
 /// capture threads, and tests run it on any clock they make up.
 package struct RateMeter: Sendable {
     /// Periods left out at the start of each stretch.
     package let skip: Int
-    /// Seconds of stretches pooled per figure.
-    package let window: Double
+    /// The window's length, nanoseconds of the system clock.
+    package let window: Int
     /// The fewest periods a stretch needs to count.
     static let shortest = 8
 
@@ -32,27 +36,42 @@ package struct RateMeter: Sendable {
     private var sumXX = 0.0
     private var sumXY = 0.0
     private var last = 0.0
-    /// The pooled stretches' centred sums, and the seconds they cover.
+    /// The window under way (its index since the clock's zero, -1 before the first) and its pooled stretches'
+    /// centred sums, and the seconds they cover.
+    private var current = -1
     private var pooledXX = 0.0
     private var pooledXY = 0.0
     private var covered = 0.0
 
-    /// The rate found over the latest whole window, frames per second; nil before the first.
+    /// The rate found over the latest window that was at least half covered, frames per second; nil before one.
     package private(set) var rate: Double?
-    /// Windows completed.
-    package private(set) var figures = 0
+    /// That window's index: `rate` was measured from `index × window` to `(index + 1) × window` nanoseconds.
+    package private(set) var index = -1
 
-    package init(skip: Int, window: Double = 30) {
+    /// - Parameter window: seconds; at least one.
+    package init(skip: Int, window: Int = 30) {
         self.skip = skip
-        self.window = window
+        self.window = max(window, 1) * 1_000_000_000
     }
 
-    /// A period of `frames` completed at `nanoseconds` (CLOCK_MONOTONIC). Returns true when it completed a window
-    /// (``rate`` is new).
+    /// A period of `frames` completed at `nanoseconds` (CLOCK_MONOTONIC). Returns true when it closed a window
+    /// with a figure (``rate`` and ``index`` are new).
     @discardableResult
     package mutating func tick(frames: Int, at nanoseconds: Int) -> Bool {
+        var published = false
+        let now = nanoseconds / window
+        if now != current {
+            // The window's end: the stretch is cut there, not broken (the device runs on).
+            if current >= 0 {
+                let running = seen > skip
+                fold()
+                published = publish()
+                if running { seen = skip }
+            }
+            current = now
+        }
         seen += 1
-        guard seen > skip else { return false }
+        guard seen > skip else { return published }
         if seen == skip + 1 {
             origin = nanoseconds
             self.frames = 0
@@ -67,13 +86,17 @@ package struct RateMeter: Sendable {
         sumXX += x * x
         sumXY += x * y
         last = y
-        guard covered + last >= window else { return false }
-        split()
-        return publish()
+        return published
     }
 
-    /// The device stopped or changed (an underrun, an overrun, idle, another device): the stretch ends here.
+    /// The device stopped or changed (an underrun, an overrun, idle, another device): the stretch ends here, and
+    /// the next begins after `skip` periods.
     package mutating func split() {
+        fold()
+    }
+
+    /// Adds the stretch under way to the window's pool, if long enough, and starts a new one.
+    private mutating func fold() {
         if count >= Double(Self.shortest) && last > 0 {
             pooledXX += sumXX - sumX * sumX / count
             pooledXY += sumXY - sumX * sumY / count
@@ -95,12 +118,23 @@ package struct RateMeter: Sendable {
             pooledXY = 0
             covered = 0
         }
-        guard pooledXX > 0, pooledXY > 0 else { return false }
+        guard covered * 2e9 >= Double(window), pooledXX > 0, pooledXY > 0 else { return false }
         rate = pooledXX / pooledXY
-        figures += 1
-        // The stretch goes on: its next period starts a new line (one period's slope is lost, not the time).
-        seen = skip
+        index = current
         return true
+    }
+
+    /// A figure as one word, so that another thread reads the rate and its window together: the window's index
+    /// above 40 bits of millionths of a frame per second (up to 1.09 MHz). 0 before the first figure.
+    package var packed: Int {
+        guard let rate else { return 0 }
+        return index << 40 | Int((rate * 1e6).rounded()) & ((1 << 40) - 1)
+    }
+
+    /// The rate and window index from ``packed``; nil for 0.
+    package static func unpack(_ word: Int) -> (rate: Double, index: Int)? {
+        guard word != 0 else { return nil }
+        return (Double(word & ((1 << 40) - 1)) / 1e6, word >> 40)
     }
 }
 

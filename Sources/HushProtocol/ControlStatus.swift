@@ -169,7 +169,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// and the audio thread asleep until the next sound. Nil from a hushd that does not say.
         public var idle: Bool?
         /// The device's real rate, frames per second of the system's clock, measured from when its periods complete
-        /// over 30 s of undisturbed playing; nil until then.
+        /// over the latest 30 s window of that clock (0–30 s, 30–60 s, …) at least half played; nil until then.
         public var measuredRate: Double?
 
         /// A route's PCM that would not open (another program holds it, or its card is missing).
@@ -360,7 +360,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var open: Bool
         /// How far the microphone's clock runs from the output's, ppm (positive: slow), while hushd resamples it
         /// to the output's clock (`[capture] clock`): both devices' rates measured against the system's clock over
-        /// 30 s of undisturbed periods; absent on one clock, and until both are measured.
+        /// the same 30 s window of the system clock (so its own wandering cancels); absent on one clock, and until both
+        /// measured one window.
         public var driftPPM: Double?
         /// The stretch the resampler applied over its last minute, ppm (negative: the microphone shrunk): the drift
         /// plus the frames a late reader lost or caught up; absent like `driftPPM`, and until a minute passed.

@@ -208,8 +208,8 @@ struct AudioOutputIdleTests {
         try thread.start()
         defer { thread.stop() }
         // 5 ms periods slept one by one: a little under 48 kHz, never over.
-        #expect(Self.wait(thread) { thread.counters.rateMicrohertz.load(ordering: .relaxed) > 0 })
-        let rate = Double(thread.counters.rateMicrohertz.load(ordering: .relaxed)) / 1e6
+        #expect(Self.wait(thread) { thread.counters.measuredRate.load(ordering: .relaxed) != 0 })
+        let rate = RateMeter.unpack(thread.counters.measuredRate.load(ordering: .relaxed))?.rate ?? 0
         print("an idle-capable output quiet beside a recorder: measured \(rate) Hz for a device paced at 48000")
         #expect(rate > 40000 && rate <= 48000 * 1.001, "\(rate)")
         #expect(output.halts.load(ordering: .relaxed) == 0)

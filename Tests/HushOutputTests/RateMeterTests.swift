@@ -3,7 +3,8 @@ import Testing
 @testable import HushOutput
 
 /// A device's rate from the times its periods complete (``RateMeter``), on made-up clocks: late wake-ups, an
-/// emulator's 4 ms timer ticks, underruns that stop the device, a buffer filled at once after each start.
+/// emulator's 4 ms timer ticks, underruns that stop the device, a buffer filled at once after each start, a system
+/// clock that runs fast and slow by turns.
 @Suite("A device's rate from when its periods complete")
 struct RateMeterTests {
     /// A small deterministic generator (SplitMix64), so every run sees the same jitter.
@@ -35,16 +36,36 @@ struct RateMeterTests {
         var trueRate: Double { rate * (1 + ppm * 1e-6) }
     }
 
-    /// Runs `device` for `seconds` through a meter; returns the meter's figures.
-    static func measure(_ device: Device, seconds: Double, skip: Int = 5, window: Double = 30) -> [Double] {
+    /// The system clock's reading at true time `t` when it runs `error(t)` fast (ppm), piecewise constant over
+    /// 10 s steps; nil error: exact.
+    static func systemTime(_ t: Double, error: ((Int) -> Double)?) -> Double {
+        guard let error else { return t }
+        var reading = 0.0
+        var step = 0
+        while Double(step + 1) * 10 <= t {
+            reading += 10 * (1 + error(step) * 1e-6)
+            step += 1
+        }
+        return reading + (t - Double(step) * 10) * (1 + error(step) * 1e-6)
+    }
+
+    /// Runs `device` from 0 to `seconds` of true time through a meter; returns its figures (rate, window index).
+    static func measure(
+        _ device: Device,
+        seconds: Double,
+        skip: Int = 5,
+        window: Int = 30,
+        clockError: ((Int) -> Double)? = nil,
+        seed: UInt64 = 26
+    ) -> [(rate: Double, index: Int)] {
         var meter = RateMeter(skip: skip, window: window)
-        var jitter = Jitter(state: 26)
-        var figures: [Double] = []
-        var clock = 1000.0  // the device's time, s
+        var jitter = Jitter(state: seed)
+        var figures: [(Double, Int)] = []
+        var clock = 0.0  // the device's time, s
         var burst = device.burst
         var index = 0
-        var nextUnderrun = device.underrunEvery > 0 ? clock + device.underrunEvery : .infinity
-        while clock < 1000 + seconds {
+        var nextUnderrun = device.underrunEvery > 0 ? device.underrunEvery : .infinity
+        while clock < seconds {
             let periodTime = Double(device.period) / device.trueRate
             // A started device takes its buffer at once: those periods return at the start.
             if burst > 0 { burst -= 1 } else { clock += periodTime }
@@ -52,7 +73,10 @@ struct RateMeterTests {
             index += 1
             if index % device.stallEvery == 0 { seen += 0.02 }
             if device.tick > 0 { seen = (seen / device.tick).rounded(.up) * device.tick }
-            if meter.tick(frames: device.period, at: Int(seen * 1e9)), let rate = meter.rate { figures.append(rate) }
+            let reading = systemTime(seen, error: clockError)
+            if meter.tick(frames: device.period, at: Int(reading * 1e9)), let rate = meter.rate {
+                figures.append((rate, meter.index))
+            }
             if clock >= nextUnderrun {
                 meter.split()
                 clock += device.stop
@@ -65,49 +89,77 @@ struct RateMeterTests {
 
     static func ppm(_ measured: Double, _ device: Device) -> Double { (measured / device.trueRate - 1) * 1e6 }
 
-    @Test("late wake-ups on a 4 ms timer: the rate within 2 ppm, a figure every 30 s", arguments: [100.0, 0, -250])
+    @Test(
+        "late wake-ups on a 4 ms timer: the rate within 2 ppm, a figure per 30 s window",
+        arguments: [100.0, 0, -250]
+    )
     func jitteredClock(ppm: Double) {
         let device = Device(ppm: ppm)
-        let figures = Self.measure(device, seconds: 95)
-        let errors = figures.map { Self.ppm($0, device) }
+        let figures = Self.measure(device, seconds: 125)
+        let errors = figures.map { Self.ppm($0.rate, device) }
         print("rate meter at \(ppm) ppm, 2 ms late wake-ups on 4 ms ticks: errors \(errors) ppm")
-        #expect(figures.count == 3, "one figure per 30 s of periods: \(figures.count)")
+        // Windows 0–30, 30–60, 60–90, 90–120; the last, 120–125, is under way.
+        #expect(figures.map(\.index) == [0, 1, 2, 3])
         #expect(errors.allSatisfy { abs($0) < 2 }, "\(errors)")
     }
 
     @Test("an underrun every 10 s, each a 50 ms stop and a buffer taken at once: the stretches pool, the rate holds")
     func underruns() {
         let device = Device(ppm: 100, underrunEvery: 10, burst: 4)
-        let figures = Self.measure(device, seconds: 100)
-        let errors = figures.map { Self.ppm($0, device) }
+        let errors = Self.measure(device, seconds: 100).map { Self.ppm($0.rate, device) }
         print("rate meter, an underrun every 10 s: errors \(errors) ppm")
-        #expect(figures.count >= 3)
+        #expect(errors.count == 3)
         #expect(errors.allSatisfy { abs($0) < 10 }, "\(errors)")
     }
 
-    @Test("nothing before a whole window; a stretch of fewer than 8 periods does not count")
+    @Test(
+        "a system clock 300 ppm fast, then slow, by turns: two devices' drift is exact over one window, wrong across two"
+    )
+    func alignedWindows() {
+        // The system clock's error changes every 10 s; the microphone runs 100 ppm slow against the output.
+        let error: (Int) -> Double = { step in [300, -300, 150, -200, 50, 250][step % 6] }
+        let output = Device(ppm: 0)
+        let microphone = Device(ppm: -100, period: 256)
+        let played = Self.measure(output, seconds: 125, clockError: error)
+        let heard = Self.measure(microphone, seconds: 125, clockError: error, seed: 3)
+        var same: [Double] = []
+        var across: [Double] = []
+        for figure in heard {
+            if let match = played.first(where: { $0.index == figure.index }) {
+                same.append(driftPPM(of: figure.rate, against: match.rate))
+            }
+            if let next = played.first(where: { $0.index == figure.index + 1 }) {
+                across.append(driftPPM(of: figure.rate, against: next.rate))
+            }
+        }
+        print("rate meters under a wandering system clock: drift from one window \(same), across windows \(across) ppm")
+        #expect(same.count >= 3)
+        #expect(same.allSatisfy { abs($0 - 100) < 5 }, "\(same)")
+        #expect(across.contains { abs($0 - 100) > 50 }, "the clock's wandering shows across windows: \(across)")
+    }
+
+    @Test("nothing before a window closes; a window less than half covered gives no figure")
     func window() {
         var meter = RateMeter(skip: 0, window: 1)
-        var early = false
-        for index in 0..<30 { early = meter.tick(frames: 480, at: index * 10_000_000) || early }
-        #expect(!early)
-        #expect(meter.rate == nil)
-        meter.split()
-        // Seven periods, split: left out.
-        for index in 0..<7 { meter.tick(frames: 480, at: 1_000_000_000 + index * 10_000_000) }
-        meter.split()
-        #expect(meter.rate == nil)
         var published = false
-        for index in 0..<101 where !published {
-            published = meter.tick(frames: 480, at: 2_000_000_000 + index * 10_000_000)
-        }
+        // 0.3 s of periods in window 0, then a jump to window 1: too little of window 0 to say anything.
+        for index in 0..<30 { published = meter.tick(frames: 480, at: index * 10_000_000) || published }
+        published = meter.tick(frames: 480, at: 1_000_000_000) || published
+        #expect(!published && meter.rate == nil)
+        // All of window 1, then window 2 begins: a figure for window 1.
+        for index in 1..<101 { published = meter.tick(frames: 480, at: 1_000_000_000 + index * 10_000_000) }
         #expect(published)
+        #expect(meter.index == 1)
         #expect(abs((meter.rate ?? 0) - 48000) < 1e-6, "\(meter.rate ?? 0)")
+        let word = meter.packed
+        #expect(RateMeter.unpack(word)?.index == 1)
+        #expect(abs((RateMeter.unpack(word)?.rate ?? 0) - 48000) < 1e-6)
+        #expect(RateMeter.unpack(0) == nil)
     }
 
     @Test("drift: a microphone that makes more frames a second than the output runs fast (negative)")
     func driftSign() {
-        #expect(abs(driftPPM(of: 48004.8, against: 48000) + 100) < 0.01)
+        #expect(abs(driftPPM(of: 48004.8, against: 48000) + 100) < 0.02)
         #expect(abs(driftPPM(of: 47995.2, against: 48000) - 100) < 0.02)
     }
 }
