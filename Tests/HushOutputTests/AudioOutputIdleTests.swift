@@ -173,14 +173,20 @@ struct AudioOutputIdleTests {
         }
     }
 
-    @Test("a period hook that wants periods (a recorder, a relay) keeps the thread running; it idles once it stops")
-    func periodHookKeepsItRunning() throws {
+    /// A thread that would go idle after 100 ms of nothing, with a period hook that wants periods (a recorder).
+    static func besideARecorder() -> (output: IdleOutput, thread: AudioOutputThread, wanting: Wanting) {
         let output = IdleOutput()
-        let (engine, _) = Self.engine()
+        let (engine, _) = engine()
         let wanting = Wanting()
         let thread = AudioOutputThread.forTest(engine, output)
         thread.idleAfter = .milliseconds(100)
         thread.periodHook = wanting.hook
+        return (output, thread, wanting)
+    }
+
+    @Test("a period hook that wants periods (a recorder, a relay) keeps the thread running; it idles once it stops")
+    func periodHookKeepsItRunning() throws {
+        let (output, thread, wanting) = Self.besideARecorder()
         try thread.start()
         defer { thread.stop() }
         #expect(Self.wait(thread) { output.writes.load(ordering: .acquiring) >= 60 })
@@ -198,12 +204,7 @@ struct AudioOutputIdleTests {
 
     @Test("quiet beside a recorder (so not idle), the device's rate is still measured")
     func rateMeasuredWhileQuiet() throws {
-        let output = IdleOutput()
-        let (engine, _) = Self.engine()
-        let wanting = Wanting()
-        let thread = AudioOutputThread.forTest(engine, output)
-        thread.idleAfter = .milliseconds(100)
-        thread.periodHook = wanting.hook
+        let (output, thread, wanting) = Self.besideARecorder()
         thread.rateWindow = 1
         try thread.start()
         defer { thread.stop() }

@@ -1,3 +1,4 @@
+import HushTesting
 import Testing
 
 @testable import HushOutput
@@ -7,16 +8,11 @@ import Testing
 /// clock that runs fast and slow by turns.
 @Suite("A device's rate from when its periods complete")
 struct RateMeterTests {
-    /// A small deterministic generator (SplitMix64), so every run sees the same jitter.
+    /// Uniform in [0, 1) from the shared seeded generator, so every run sees the same jitter.
     struct Jitter {
-        var state: UInt64
-        mutating func next() -> Double {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return Double((z ^ (z >> 31)) >> 11) / Double(1 << 53)
-        }
+        var generator: SeededGenerator
+        init(state: UInt64) { generator = SeededGenerator(seed: state) }
+        mutating func next() -> Double { Double(generator.next() >> 11) / Double(1 << 53) }
     }
 
     struct Device {
