@@ -5,7 +5,7 @@
 # and records from it in one process. hush-vboard-streams --voice judges what the far end received against the
 # room's tap: ERLE, the near end in double-talk, the ERLE after a route change, in voiceChat and in default mode
 # (docs/virtual-board.md, "The voice scenario"). Last, the same call with the microphone on a loopback subdevice
-# whose clock runs 100 ppm fast (snd-aloop's PCM Rate Shift), hushd matching it ([capture] clock = "match").
+# whose clock snd-aloop's PCM Rate Shift moves by 100 ppm, hushd matching it ([capture] clock = "match").
 # vboard-timeout: 900
 # vboard-tools: amixer arecord
 # vboard-on-demand: not yet robust beside a busy machine (issue 26); make vboard-voice runs it
