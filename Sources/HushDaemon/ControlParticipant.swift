@@ -396,6 +396,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                     pcm: pcm,
                     open: daemon.microphone != nil,
                     driftPPM: daemon.microphoneDriftPPM,
+                    driftWindows: daemon.microphoneDriftPPM == nil ? nil : daemon.microphoneDriftWindows,
                     stretchPPM: settled ? match?.stretchPPM : nil,
                     measuredRate: daemon.microphoneMeasuredRate,
                     gapFrames: daemon.microphone?.ring.underflows

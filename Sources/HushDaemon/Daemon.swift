@@ -256,12 +256,24 @@ package final class Daemon {
     private var reportedDrift: Double?
 
     /// The microphone's clock against the output's, ppm (positive: it runs slow), from the two devices' rates
-    /// measured over the same window of the system clock (``RateMeter``), while hushd matches them (`[capture]
-    /// clock = "match"`); nil until both measured one window.
+    /// measured over the same windows of the system clock (``RateMeter``), averaged over the last
+    /// ``driftWindows`` windows both measured (4 minutes), while hushd matches them (`[capture] clock = "match"`);
+    /// nil until both measured one window. A crystal's drift moves over minutes (with temperature); one window
+    /// alone can be lumpy: snd-aloop, for one, makes a shifted rate as a 4 ms slip every 41 s.
     package var microphoneDriftPPM: Double? {
         noteMeasuredRates()
-        return matchedDrift
+        guard !matchedDrifts.isEmpty else { return nil }
+        return matchedDrifts.map(\.drift).reduce(0, +) / Double(matchedDrifts.count)
     }
+
+    /// How many windows ``microphoneDriftPPM`` averages now (at most ``driftWindows``).
+    package var microphoneDriftWindows: Int {
+        noteMeasuredRates()
+        return matchedDrifts.count
+    }
+
+    /// Windows of 30 s the drift is averaged over.
+    static let driftWindows = 8
 
     /// The output device's real rate over its latest window (``RateMeter``), frames per second; nil until measured.
     package var outputMeasuredRate: Double? {
@@ -274,9 +286,9 @@ package final class Daemon {
         return RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed))?.rate
     }
 
-    /// The latest drift from one window both devices measured, and the output's figures by window (the two
-    /// threads publish at their own moments: the output's figure of a window is kept until the microphone's comes).
-    private var matchedDrift: Double?
+    /// The drifts of the latest windows both devices measured, and the output's figures by window (the two threads
+    /// publish at their own moments: the output's figure of a window is kept until the microphone's comes).
+    private var matchedDrifts: [(drift: Double, index: Int)] = []
     private var outputFigures: [(rate: Double, index: Int)] = []
 
     private func noteMeasuredRates() {
@@ -288,9 +300,11 @@ package final class Daemon {
             if outputFigures.count > 4 { outputFigures.removeFirst() }
         }
         guard let heard = RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed)),
+            matchedDrifts.last?.index != heard.index,
             let played = outputFigures.last(where: { $0.index == heard.index })
         else { return }
-        matchedDrift = driftPPM(of: heard.rate, against: played.rate)
+        matchedDrifts.append((driftPPM(of: heard.rate, against: played.rate), heard.index))
+        if matchedDrifts.count > Self.driftWindows { matchedDrifts.removeFirst() }
     }
 
     /// Says the microphone's drift against the output's clock once it is found, and again when it moves by 20 ppm.

@@ -360,9 +360,11 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var open: Bool
         /// How far the microphone's clock runs from the output's, ppm (positive: slow), while hushd resamples it
         /// to the output's clock (`[capture] clock`): both devices' rates measured against the system's clock over
-        /// the same 30 s window of the system clock (so its own wandering cancels); absent on one clock, and until both
-        /// measured one window.
+        /// the same 30 s windows of the system clock (so its own wandering cancels), averaged over the last 8 such
+        /// windows; absent on one clock, and until both measured one window.
         public var driftPPM: Double?
+        /// The windows of 30 s `driftPPM` is the average of (up to 8: 4 minutes).
+        public var driftWindows: Int?
         /// The stretch the resampler applied over its last minute, ppm (negative: the microphone shrunk): the drift
         /// plus the frames a late reader lost or caught up; absent like `driftPPM`, and until a minute passed.
         public var stretchPPM: Double?
@@ -377,6 +379,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             pcm: String,
             open: Bool,
             driftPPM: Double? = nil,
+            driftWindows: Int? = nil,
             stretchPPM: Double? = nil,
             measuredRate: Double? = nil,
             gapFrames: Int? = nil
@@ -384,6 +387,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.pcm = pcm
             self.open = open
             self.driftPPM = driftPPM.map { ($0 * 10).rounded() / 10 }
+            self.driftWindows = driftWindows
             self.stretchPPM = stretchPPM.map { ($0 * 10).rounded() / 10 }
             self.measuredRate = measuredRate.map { ($0 * 1000).rounded() / 1000 }
             self.gapFrames = gapFrames

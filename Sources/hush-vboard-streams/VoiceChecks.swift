@@ -72,6 +72,12 @@ enum VoiceCall {
     /// How long hushd's clock match runs before its drift is read: both devices' rates are measured over 30 s
     /// windows (RateMeter), the resampler's controller settles in about 30 s; two windows and a margin.
     static let driftWarmUp = 65.0
+    /// How long the check measures the two devices itself. snd-aloop makes a shifted rate as one jiffy's slip
+    /// (4 ms) every 41 s, the first 41 s after a start: a measurement must span two slips to see it (at 90 s a model
+    /// of aloop.c reads 94 of its 98 ppm).
+    static let referenceSeconds = 90.0
+    /// The windows of 30 s hushd's drift must average before it is judged: 4 minutes hold 5–6 slips.
+    static let driftWindows = 8
 
     /// The issue's targets (26): ERLE ≥ 30 dB, ≥ 25 dB within 0.5 s of a route change, the near end within 3 dB.
     static let erleTarget = 30.0
@@ -697,7 +703,7 @@ let voiceChecks: [Check] = [
         let reference = referenceRates(
             microphone: VoiceCall.driftMicrophone,
             output: VoiceCall.speakerDevice,
-            seconds: 32
+            seconds: VoiceCall.referenceSeconds
         )
         let referenceDrift: Double? =
             if let microphone = reference.microphone, let output = reference.output {
@@ -725,12 +731,10 @@ let voiceChecks: [Check] = [
         sleep(.milliseconds(Int64(VoiceCall.driftWarmUp * 1000)))
         func capture() -> [String: Any] { ((try? hushdStatus.status())?["capture"] as? [String: Any]) ?? [:] }
         func drift() -> Double? { capture()["driftPPM"] as? Double }
-        // Both clocks measured (a figure per 30 s of each): at most another minute after the warm-up.
-        var warmDrift = drift()
-        for _ in 0..<60 where warmDrift == nil {
-            sleep(.milliseconds(1000))
-            warmDrift = drift()
-        }
+        // Both clocks measured over `driftWindows` windows of 30 s (hushd averages the last 8): at most 5 minutes.
+        func windows() -> Int { capture()["driftWindows"] as? Int ?? 0 }
+        for _ in 0..<300 where windows() < VoiceCall.driftWindows { sleep(.milliseconds(1000)) }
+        let warmDrift = drift()
         let warm = (try? hushdStatus.status()) ?? [:]
         let warmStretch = capture()["stretchPPM"] as? Double
         let rates =
@@ -744,7 +748,7 @@ let voiceChecks: [Check] = [
             var judged = Judged(disturbances: take.disturbances + lagDisturbance(figures))
             judged.report = [
                 "  the microphone's clock shifted \(VoiceCall.driftPPM) ppm (snd-aloop rate shift on \(VoiceCall.driftMicrophone)): "
-                    + "hushd's drift \(warmDrift.map(twoDecimals) ?? "none") ppm after \(Int(VoiceCall.driftWarmUp)) s, "
+                    + "hushd's drift \(warmDrift.map(twoDecimals) ?? "none") ppm over \(windows()) windows of 30 s, "
                     + "\(after.map(twoDecimals) ?? "none") ppm after the call; the stretch its resampler applied "
                     + "\(warmStretch.map(twoDecimals) ?? "none") ppm; measured rates: \(rates)",
                 "  voiceChat: \(figures.summary)", "  \(take.roomText.replacingOccurrences(of: "\n", with: "\n  "))",
