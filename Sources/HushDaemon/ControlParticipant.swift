@@ -392,11 +392,12 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             capture: daemon.setup.capturePCM.map { pcm in
                 let match = daemon.microphone?.clockMatch
                 let settled = (match?.settledSeconds.load(ordering: .relaxed) ?? 0) >= 60
+                let drift = daemon.microphoneDriftPPM
                 return ControlStatus.Capture(
                     pcm: pcm,
                     open: daemon.microphone != nil,
-                    driftPPM: daemon.microphoneDriftPPM,
-                    driftWindows: daemon.microphoneDriftPPM == nil ? nil : daemon.microphoneDriftWindows,
+                    driftPPM: drift,
+                    driftWindows: drift == nil ? nil : daemon.microphoneDriftWindows,
                     stretchPPM: settled ? match?.stretchPPM : nil,
                     measuredRate: daemon.microphoneMeasuredRate,
                     gapFrames: daemon.microphone?.ring.underflows

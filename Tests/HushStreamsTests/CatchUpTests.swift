@@ -85,6 +85,14 @@ struct CatchUpTests {
         #expect(heard.frames.allSatisfy { $0 == 0.5 }, "no gap")
     }
 
+    /// `periods` periods of the microphone hearing `value`, written into its ring.
+    static func capture(_ value: Float, _ periods: Int, into microphone: SampleRing) {
+        let block = [Float](repeating: value, count: period)
+        for _ in 0..<periods {
+            block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: period) }
+        }
+    }
+
     @Test(
         "after the audio thread slept, nothing the full ring kept reaches a recorder: two periods of silence, then live"
     )
@@ -92,12 +100,7 @@ struct CatchUpTests {
         let microphone = SampleRing(frames: 1024, channels: 1)
         defer { microphone.deallocate() }
         let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
-        func capture(_ value: Float, _ periods: Int) {
-            let block = [Float](repeating: value, count: Self.period)
-            for _ in 0..<periods {
-                block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: Self.period) }
-            }
-        }
+        func capture(_ value: Float, _ periods: Int) { Self.capture(value, periods, into: microphone) }
         // The audio thread runs with nobody listening: the ring is read every period.
         for _ in 0..<20 {
             capture(0.1, 1)
@@ -145,12 +148,7 @@ struct CatchUpTests {
         let microphone = SampleRing(frames: 1024, channels: 1)
         defer { microphone.deallocate() }
         let router = CaptureRouter(microphone: microphone, maxFrames: Self.period)
-        func capture(_ value: Float, _ periods: Int) {
-            let block = [Float](repeating: value, count: Self.period)
-            for _ in 0..<periods {
-                block.withUnsafeBufferPointer { _ = microphone.write($0.baseAddress!, frames: Self.period) }
-            }
-        }
+        func capture(_ value: Float, _ periods: Int) { Self.capture(value, periods, into: microphone) }
         let first = Counter(voice: false)
         router.add(first)
         for _ in 0..<5 {
