@@ -7,39 +7,6 @@ import Glibc
 
 // hushd with a microphone, and the `hush` device's argument forms: each opens the session it names.
 
-/// The microphone: the checks play into the loopback's device 1 (substream 0) and hushd records what comes out of
-/// device 0's capture side. hushd's output uses the other direction (device 0 playback, captured on device 1), so
-/// the two cables of substream 0 carry the speaker one way and the microphone the other.
-let microphonePlayback = "hw:Loopback,1,0"
-let microphonePCM = "hw:Loopback,0,0"
-/// The gpio-sim line the microphone light drives (`[outputs.mic_led]`).
-let microphoneLightLine = "mic-led"
-/// The gpio-sim line of the microphone privacy switch (`[inputs.mic_privacy]`, active low: pulled down is on).
-let privacySwitchLine = "mic-privacy"
-/// Its debounce, as configured below: part of the bound on how soon silence begins.
-let privacyDebounceMilliseconds = 10
-
-/// What this scenario adds to hushd's configuration (over the virtual profile, as the e2e scenario has it).
-let microphoneConfiguration = """
-
-    [capture]
-    pcm = "\(microphonePCM)"
-
-    [outputs.mic_led]
-    kind = "gpio"
-    chip = "\(simChip)"
-    line = "\(microphoneLightLine)"
-
-    [inputs.mic_privacy]
-    kind = "gpio"
-    chip = "\(simChip)"
-    line = "\(privacySwitchLine)"
-    active_low = true
-    bias = "as-is"
-    debounce_ms = \(privacyDebounceMilliseconds)
-
-    """
-
 nonisolated(unsafe) var microphoneTone: MicrophoneTone?
 nonisolated(unsafe) var microphoneLight: SimLine?
 

@@ -30,22 +30,8 @@ let checks =
 if arguments.first == "--latency" {
     exit(measureLatency(takes: arguments.dropFirst().first.flatMap { Int($0) } ?? 5) ? 0 : 1)
 }
-if arguments == ["--list"] {
-    for check in checks { print(check.name) }
-    exit(0)
-}
-// Names run those checks only, after the first (which starts hushd): for looking into one.
-let unknown = arguments.filter { name in !checks.contains { $0.name == name } }
-guard unknown.isEmpty else {
-    print("unknown check(s): \(unknown.joined(separator: ", ")); --list shows them")
-    exit(64)
-}
-let selected = arguments.isEmpty ? checks : [checks[0]] + checks.dropFirst().filter { arguments.contains($0.name) }
-let passed = runChecks(selected)
+let passed = runChecks(selectChecks(checks, by: arguments))
 microphoneTone?.stop()
-if let stallWatch {
-    print("the emulated machine's CPUs meanwhile: \(stallWatch.summary)")
-    stallWatch.stop()
-}
+stopStallWatch()
 stopHushd()
 exit(passed ? 0 : 1)

@@ -4,8 +4,9 @@ import HushCore
 import Glibc
 #endif
 
-// What the programs that run inside the virtual board (hush-vboard-check, hush-vboard-streams; board/virtual) share:
-// named checks, the clock, files and shell commands. docs/virtual-board.md.
+// What the programs that run inside the virtual board (hush-vboard-check, hush-vboard-streams, hush-vboard-voice,
+// hush-vboard-latency; board/virtual) share: named checks and their selection, the clock, files and shell commands.
+// docs/virtual-board.md.
 
 /// One named check against real drivers.
 package struct Check: Sendable {
@@ -46,6 +47,22 @@ package func runChecks(_ checks: [Check]) -> Bool {
     }
     print("\(passed) passed, \(failed) failed")
     return failed == 0
+}
+
+/// The checks a program's arguments select, for the programs whose checks build on each other (hush-vboard-streams,
+/// hush-vboard-voice: `[CHECK ...]`): every check without names; with names, the first (which starts hushd) and the
+/// ones named, in their order. `--list` prints every name and exits; an unknown name exits 64, saying which.
+package func selectChecks(_ checks: [Check], by arguments: [String]) -> [Check] {
+    if arguments == ["--list"] {
+        for check in checks { print(check.name) }
+        exit(0)
+    }
+    let unknown = arguments.filter { name in !checks.contains { $0.name == name } }
+    guard unknown.isEmpty else {
+        print("unknown check(s): \(unknown.joined(separator: ", ")); --list shows them")
+        exit(64)
+    }
+    return arguments.isEmpty ? checks : [checks[0]] + checks.dropFirst().filter { arguments.contains($0.name) }
 }
 
 package func monotonicNow() -> Instant {

@@ -1,11 +1,13 @@
 import Foundation
 import HushCore
-import HushTesting
 import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
+
+// A watch on the emulated machine's CPUs, for the check programs that judge timing (hush-vboard-streams,
+// hush-vboard-voice): a take during a stall is a disturbance, taken again (Judged.swift), not a failure of hush.
 
 /// When each CPU of the emulated machine was away. Under TCG every virtual CPU is a host thread, and a busy host
 /// takes one away for tens of milliseconds now and then while the other runs on: hushd's audio thread may keep time
@@ -13,19 +15,19 @@ import Glibc
 /// (SCHED_FIFO 60, below hushd's audio thread) sleeps a millisecond at a time and notes every wake-up that came
 /// later than `threshold`: a stall of that CPU, not anything hush did. (On the build machine's TCG: see
 /// docs/virtual-board.md, "The streams scenario".)
-final class StallWatch: @unchecked Sendable {
-    struct Stall {
-        var cpu: Int
-        var at: Instant
-        var length: Duration
+package final class StallWatch: @unchecked Sendable {
+    package struct Stall {
+        package var cpu: Int
+        package var at: Instant
+        package var length: Duration
     }
 
-    static let threshold = Duration.milliseconds(5)
+    package static let threshold = Duration.milliseconds(5)
     private let stalls = Mutex<[Stall]>([])
     private let stopped = Atomic<Bool>(false)
-    let cpus: Int
+    package let cpus: Int
 
-    init() {
+    package init() {
         cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         for cpu in 0..<cpus {
             Thread.detachNewThread { [self] in watch(cpu) }
@@ -55,10 +57,10 @@ final class StallWatch: @unchecked Sendable {
         }
     }
 
-    func stop() { stopped.store(true, ordering: .relaxed) }
+    package func stop() { stopped.store(true, ordering: .relaxed) }
 
     /// "CPU 0: 12 stalls over 5 ms, 3 over 10 ms, 0 over 32 ms, the longest 14 ms; CPU 1: …", for the log.
-    var summary: String {
+    package var summary: String {
         let all = stalls.withLock { $0 }
         return (0..<cpus).map { cpu in
             let mine = all.filter { $0.cpu == cpu }.map(\.length)
@@ -69,17 +71,24 @@ final class StallWatch: @unchecked Sendable {
     }
 
     /// The longest stall of any CPU that overlapped `from`…`to`, and its CPU.
-    func longest(from: Instant, to: Instant) -> Stall? {
+    package func longest(from: Instant, to: Instant) -> Stall? {
         stalls.withLock { stalls in
             stalls.filter { $0.at < to && $0.at + $0.length > from }.max { $0.length < $1.length }
         }
     }
 
     /// A stall longer than `allowed` between `from` and `to`, as a disturbance.
-    func disturbance(from: Instant, to: Instant, allowed: Duration) -> [String] {
+    package func disturbance(from: Instant, to: Instant, allowed: Duration) -> [String] {
         guard let stall = longest(from: from, to: to), stall.length > allowed else { return [] }
         return ["CPU \(stall.cpu) of the emulated machine stalled \(stall.length.milliseconds) ms"]
     }
 }
 
-nonisolated(unsafe) var stallWatch: StallWatch?
+nonisolated(unsafe) package var stallWatch: StallWatch?
+
+/// Prints what the watch saw of the emulated machine's CPUs and stops it, if one runs: a program's last words.
+package func stopStallWatch() {
+    guard let stallWatch else { return }
+    print("the emulated machine's CPUs meanwhile: \(stallWatch.summary)")
+    stallWatch.stop()
+}
