@@ -211,6 +211,12 @@ let package = Package(
             name: "hush-vboard-streams",
             dependencies: ["HushCore", "HushALSA", "HushTesting"]
         ),
+        // Runs inside the virtual board too: a call's echo through hushd (the far end through the `hush` device, an
+        // echo room on the loopback), cancelled in voiceChat and not in default mode.
+        .executableTarget(
+            name: "hush-vboard-voice",
+            dependencies: ["HushCore", "HushALSA", "HushTesting"]
+        ),
 
         // MARK: Tests.
         // Replaces the test executable's malloc and friends to count allocations per thread: the tests that hold

@@ -487,7 +487,7 @@ let privacyChecks: [Check] = [
             try privacy.set(on: false)
             try privacy.waitForStatus(on: false)
             let seed = UInt64(26_000 + attempt)
-            var random = SplitMix(seed: seed)
+            var random = SeededGenerator(seed: seed)
             let steps = 80
             struct Recorder {
                 var application: Application

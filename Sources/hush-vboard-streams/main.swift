@@ -8,7 +8,6 @@
 //                                          names: the first and those)
 //        hush-vboard-streams --list
 //        hush-vboard-streams --apps [CHECK ...]   (the apps scenario's checks instead: espeak-ng, GStreamer, sounddevice)
-//        hush-vboard-streams --voice [CHECK ...]  (the voice scenario's: a call's echo through hushd, VoiceChecks.swift)
 //        hush-vboard-streams --latency [TAKES]   (a figure, not a check: aplay -> loopback through plain hw:, dmix
 //                                                and hush, TAKES takes each (5); board/virtual/bench/latency.sh)
 
@@ -19,14 +18,11 @@ import Glibc
 #endif
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-let mode = arguments.first.flatMap { ["--apps", "--voice"].contains($0) ? $0 : nil }
-if mode != nil { arguments.removeFirst() }
+let appsScenario = arguments.first == "--apps"
+if appsScenario { arguments.removeFirst() }
 let checks =
-    mode == "--apps"
-    ? appsChecks
-    : mode == "--voice"
-        ? voiceChecks
-        : startChecks + microphoneChecks + privacyChecks + playbackChecks + hostileChecks + endingChecks
+    appsScenario
+    ? appsChecks : startChecks + microphoneChecks + privacyChecks + playbackChecks + hostileChecks + endingChecks
 if arguments.first == "--latency" {
     exit(measureLatency(takes: arguments.dropFirst().first.flatMap { Int($0) } ?? 5) ? 0 : 1)
 }

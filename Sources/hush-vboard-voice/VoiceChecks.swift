@@ -8,7 +8,7 @@ import Synchronization
 import Glibc
 #endif
 
-// The voice scenario (hush-vboard-streams --voice, board/virtual/scenarios/voice.sh): a call through hushd with an
+// The voice scenario (hush-vboard-voice, board/virtual/scenarios/voice.sh): a call through hushd with an
 // echo path built of real drivers. hushd plays on the virtual profile's routes (hw:Loopback,0,0 and ,0,1) and
 // records its microphone from hw:Loopback,0,0; the echo room (board/virtual/voice/echo-room.c) hears each route on
 // the loopback's other side, delays it by the route's own delay, passes it through a room response and adds a
