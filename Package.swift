@@ -217,6 +217,12 @@ let package = Package(
             name: "hush-vboard-voice",
             dependencies: ["HushCore", "HushALSA", "HushTesting"]
         ),
+        // Runs inside the virtual board too: a figure, not a check: how long a sound takes from aplay's start to the
+        // loopback through plain hw:, dmix and hush, and the way in (make latency).
+        .executableTarget(
+            name: "hush-vboard-latency",
+            dependencies: ["HushCore", "HushALSA", "HushTesting"]
+        ),
 
         // MARK: Tests.
         // Replaces the test executable's malloc and friends to count allocations per thread: the tests that hold

@@ -8,8 +8,6 @@
 //                                          names: the first and those)
 //        hush-vboard-streams --list
 //        hush-vboard-streams --apps [CHECK ...]   (the apps scenario's checks instead: espeak-ng, GStreamer, sounddevice)
-//        hush-vboard-streams --latency [TAKES]   (a figure, not a check: aplay -> loopback through plain hw:, dmix
-//                                                and hush, TAKES takes each (5); board/virtual/bench/latency.sh)
 
 import HushTesting
 
@@ -23,9 +21,6 @@ if appsScenario { arguments.removeFirst() }
 let checks =
     appsScenario
     ? appsChecks : startChecks + microphoneChecks + privacyChecks + playbackChecks + hostileChecks + endingChecks
-if arguments.first == "--latency" {
-    exit(measureLatency(takes: arguments.dropFirst().first.flatMap { Int($0) } ?? 5) ? 0 : 1)
-}
 let passed = runChecks(selectChecks(checks, by: arguments))
 microphoneTone?.stop()
 stopStallWatch()

@@ -8,7 +8,7 @@ import Synchronization
 import Glibc
 #endif
 
-// `hush-vboard-streams --latency`: how long an impulse takes from the moment aplay is started to its place on the
+// What hush-vboard-latency measures: how long an impulse takes from the moment aplay is started to its place on the
 // loopback's capture side, through plain hw:, through dmix and through hush (board/virtual/bench/latency.sh,
 // docs/performance.md), and the way in: from a write into the loopback to a recorder reading the other side plainly,
 // through dsnoop and through hushd's microphone and `hush:CATEGORY=record`. A figure, not a check: it prints the
