@@ -239,7 +239,7 @@ TAKES ?= 5
 latency: deps alsa-plugin
 	$(SWIFT) build -c release
 	rm -rf .build/virtual-board/latency-payload && mkdir -p .build/virtual-board/latency-payload
-	bin=$(RELEASE_BIN) && cp $$bin/hush-vboard-streams $$bin/hushd $$bin/hushctl \
+	bin=$(RELEASE_BIN) && cp $$bin/hush-vboard-latency $$bin/hushd $$bin/hushctl \
 	  $(ALSA_PLUGIN) board/profiles/virtual.toml deploy/alsa/50-hush.conf \
 	  .build/virtual-board/latency-payload/
 	echo $(TAKES) >.build/virtual-board/latency-payload/latency-takes

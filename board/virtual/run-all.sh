@@ -6,8 +6,8 @@
 #   board/virtual/run-all.sh [SCENARIO ...]
 #
 # Every scenario gets the same payload, .build/virtual-board/payload/, made here: hush's check programs
-# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hush-vboard-streams, hushd and hushctl from
-# beside it, when built; board/profiles/virtual.toml; the hush ALSA plugin (make alsa-plugin) and
+# hush-vboard-check (from .build/debug, or HUSH_VBOARD_CHECK=PATH) and hush-vboard-streams, hush-vboard-voice, hushd
+# and hushctl from beside it, when built; board/profiles/virtual.toml; the hush ALSA plugin (make alsa-plugin) and
 # deploy/alsa/50-hush.conf; the apps scenario also gets .build/virtual-board/payload-apps/ (board/virtual/apps-payload.sh).
 # A scenario NAME with an executable scenarios/NAME.after (no .sh: not a scenario itself) passes only
 # when that script, run on the host with the guest's second serial port log, passes too. A scenario that needs a payload file that is missing fails before booting and
@@ -42,8 +42,9 @@ mkdir -p "$payload"
 hushd="$(dirname "$check")/hushd"
 hushctl="$(dirname "$check")/hushctl"
 streams="$(dirname "$check")/hush-vboard-streams"
+voice="$(dirname "$check")/hush-vboard-voice"
 plugin="$root/.build/alsa-plugin/libasound_module_pcm_hush.so"
-for program in "$check" "$hushd" "$hushctl" "$streams" "$plugin"; do
+for program in "$check" "$hushd" "$hushctl" "$streams" "$voice" "$plugin"; do
     if [ -x "$program" ]; then
         cp "$program" "$payload/"
     else

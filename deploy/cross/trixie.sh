@@ -12,8 +12,9 @@
 #   deploy/cross/trixie.sh render-arm64  every scenario rendered by the arm64 hush-render and by this machine's
 #                                 (HUSH_RENDER, else a release build): the same bytes
 #   deploy/cross/trixie.sh shell [CMD]   CMD (or a shell) in the chroot, with the checkout at its own path
-#   deploy/cross/trixie.sh vboard-check-arm64   hush-vboard-check and hush-vboard-streams (release, Swift runtime linked
-#                                 in) for aarch64, into .build/virtual-board-arm64, for the arm64 virtual board
+#   deploy/cross/trixie.sh vboard-check-arm64   the check programs (hush-vboard-check, hush-vboard-streams,
+#                                 hush-vboard-voice, hush-vboard-latency; release, Swift runtime linked in) for
+#                                 aarch64, into .build/virtual-board-arm64, for the arm64 virtual board
 #                                 (board/virtual/arm64/run.sh); built in their own copy of the checkout, .build-arm64vb;
 #                                 make arm64 and test-arm64 do not build them
 #
@@ -281,11 +282,11 @@ vboard_check_arm64() {
     copy_checkout "$ARM64_COPY"
     bin="$ARM64_COPY/hush/.build/$ARM64_TRIPLE/release"
     mkdir -p "$out"
-    for program in hush-vboard-check hush-vboard-streams; do
+    for program in hush-vboard-check hush-vboard-streams hush-vboard-voice hush-vboard-latency; do
         arm64_build -c release --static-swift-stdlib --product "$program"
         in_chroot "aarch64-linux-gnu-strip -o '$out/$program' '$bin/$program'"
     done
-    echo "trixie: built hush-vboard-check and hush-vboard-streams for arm64 in $(seconds "$t0" "$(now)") s, into $out"
+    echo "trixie: built hush-vboard-check, hush-vboard-streams, hush-vboard-voice and hush-vboard-latency for arm64 in $(seconds "$t0" "$(now)") s, into $out"
 }
 
 # binfmt: arm64 programs run through the host's qemu-aarch64-static (registered with the F flag, so also inside the

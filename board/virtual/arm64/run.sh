@@ -2,7 +2,7 @@
 # The arm64 virtual board: Debian's arm64 6.1 kernel under qemu-system-aarch64 (virt, cortex-a72, TCG) with the
 # virtual board's simulated hardware, an arm64 userland (busybox-static:arm64 and trixie's arm64 libraries), hush
 # installed from its arm64 package by dpkg, and one scenario of board/virtual/scenarios run in it by the arm64 check
-# programs (hush-vboard-check, hush-vboard-streams).
+# programs (hush-vboard-check, hush-vboard-streams, hush-vboard-voice, hush-vboard-latency).
 #
 #   board/virtual/arm64/run.sh [--scenario NAME] [--deb FILE] [--programs DIR] [--timeout SEC] [--memory MB]
 #                              [--cpus N] [--keep]
@@ -10,7 +10,7 @@
 #   --scenario NAME   board/virtual/scenarios/NAME.sh (default e2e), with its NAME.operator and NAME.after; or a
 #                     path to a script elsewhere (board/virtual/bench/memory.sh)
 #   --deb FILE        the arm64 package (default .build/deb/hush_VERSION_arm64.deb, make deb-arm64)
-#   --programs DIR    where the arm64 hush-vboard-check and hush-vboard-streams are (default
+#   --programs DIR    where the arm64 check programs (hush-vboard-check, ...) are (default
 #                     .build/virtual-board-arm64, where deploy/cross/trixie.sh vboard-check-arm64 puts them)
 #   --timeout SEC     wall time (default: the scenario's vboard-timeout line times 2, else 360)
 #   --memory MB, --cpus N, --keep   as board/virtual/run.sh (defaults 1024, 2)
@@ -156,7 +156,7 @@ for file in /usr/lib/aarch64-linux-gnu/alsa-lib/libasound_module_pcm_hush.so /us
     [ -e "$rootfs$file" ] || die "the package put no $file"
     cp "$rootfs$file" "$rootfs/payload/"
 done
-for program in hush-vboard-check hush-vboard-streams; do
+for program in hush-vboard-check hush-vboard-streams hush-vboard-voice hush-vboard-latency; do
     grep -q "^# vboard-payload: $program " "$scenario_file" || continue
     [ -f "$programs/$program" ] || die "no arm64 $program in $programs (deploy/cross/trixie.sh vboard-check-arm64 builds it)"
     cp "$programs/$program" "$rootfs/payload/$program"

@@ -2,11 +2,11 @@
 # from the moment aplay starts to its place on the loopback's capture side, through plain hw:Loopback,0,1, through a
 # dmix over it, and through hush:music (hushd on the virtual profile, its speaker on hw:Loopback,0,0): five takes
 # each, interleaved, and their medians; and the way in: a write into the loopback, read plainly, through dsnoop and
-# through hushd's microphone and hush:CATEGORY=record (hush-vboard-streams --latency,
-# Sources/hush-vboard-streams/Latency.swift; docs/performance.md). The emulated machine's times are not a board's: compare the paths, within one run.
+# through hushd's microphone and hush:CATEGORY=record (hush-vboard-latency,
+# Sources/hush-vboard-latency/Latency.swift; docs/performance.md). The emulated machine's times are not a board's: compare the paths, within one run.
 # vboard-tools: aplay
 # vboard-timeout: 300
-# vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; make latency passes it
+# vboard-payload: hush-vboard-latency  build it with 'swift build --product hush-vboard-latency'; make latency passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; make latency passes it
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'; make latency passes it
 # vboard-payload: virtual.toml  make latency copies board/profiles/virtual.toml
@@ -24,4 +24,4 @@ cp /payload/50-hush.conf /etc/alsa/conf.d/50-hush.conf
 
 takes=5
 [ -f /payload/latency-takes ] && takes=$(cat /payload/latency-takes)
-hush-vboard-streams --latency "$takes"
+hush-vboard-latency "$takes"

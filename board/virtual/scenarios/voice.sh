@@ -2,14 +2,14 @@
 # on the loopback (hw:Loopback,0,0); the echo room (payload voice/echo-room, board/virtual/voice/echo-room.c) hears
 # each route on the loopback's other side, delays it, passes it through a room response, adds a near-end talker and
 # a noise floor and plays it into the microphone; the far end (voice/far-end) plays a talker into the hush device
-# and records from it in one process. hush-vboard-streams --voice judges what the far end received against the
+# and records from it in one process. hush-vboard-voice judges what the far end received against the
 # room's tap: ERLE, the near end in double-talk, the ERLE after a route change, in voiceChat and in default mode
 # (docs/virtual-board.md, "The voice scenario"). Last, the same call with the microphone on a loopback subdevice
 # whose clock snd-aloop's PCM Rate Shift moves by 100 ppm, hushd matching it ([capture] clock = "match").
 # vboard-timeout: 900
 # vboard-tools: amixer arecord
 # vboard-on-demand: not yet robust beside a busy machine (issue 26); make vboard-voice runs it
-# vboard-payload: hush-vboard-streams  build it with 'swift build --product hush-vboard-streams'; run-all.sh passes it
+# vboard-payload: hush-vboard-voice  build it with 'swift build --product hush-vboard-voice'; run-all.sh passes it
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'; run-all.sh passes it
 # vboard-payload: virtual.toml  run-all.sh copies board/profiles/virtual.toml
@@ -35,7 +35,7 @@ expect "snd-aloop has a third subdevice" test -e /proc/asound/Loopback/pcm0c/sub
 
 status=0
 # shellcheck disable=SC2046 # a file "voice-checks" in the payload names the checks to run
-hush-vboard-streams --voice $(cat /payload/voice-checks 2>/dev/null) || status=$?
+hush-vboard-voice $(cat /payload/voice-checks 2>/dev/null) || status=$?
 echo "hushd's underrun warnings: $(grep -c 'underrun(s) (' /tmp/hushd.log)"
 grep -E 'voice processing|R22' /tmp/hushd.log | tail -10
 if [ $status -ne 0 ]; then
