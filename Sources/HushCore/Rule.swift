@@ -1,8 +1,8 @@
 /// Every behaviour rule of the policy, named once. The same identifiers appear in the reason of every decision,
 /// in the logs, in docs/policy.md and in the test that proves the rule.
 ///
-/// R1–R16 are the rules of sessions, R17–R20 those of applications' streams through the `hush` ALSA device, R21
-/// and R22 those of the microphone;
+/// R1–R16 are the rules of sessions, R17–R20 and R23 those of applications' streams through the `hush` ALSA device,
+/// R21 and R22 those of the microphone;
 /// M1–M9 decide what happens where two rules meet.
 public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     case r1 = "R1"
@@ -34,6 +34,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r18 = "R18"
     case r19 = "R19"
     case r20 = "R20"
+    case r23 = "R23"
     case r21 = "R21"
     case r22 = "R22"
 
@@ -62,6 +63,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r20: "microphone-gate"
         case .r21: "microphone-privacy"
         case .r22: "capture-mode"
+        case .r23: "late-application"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

@@ -141,6 +141,9 @@ public struct StreamPolicy: Sendable {
         public var microphone: Ruling<Bool>?
         /// What the microphone goes through before the stream receives it (R22); nil for a playback stream.
         public var processing: Ruling<SessionMode>?
+        /// Whether an application that falls behind is late (R23): its empty playback ring is an underrun, its full
+        /// capture ring an overrun, each counted and told to it as ALSA tells it (XRUN).
+        public var judged: Ruling<Bool>
 
         /// Whether hushd consumes (or delivers) its frames at the real rate.
         public var moves: Bool { state.value == .running }
@@ -373,7 +376,13 @@ public struct StreamPolicy: Sendable {
             )
             processing = Self.processing(record?.configuration.mode ?? stream.configuration.mode)
         }
-        return View(state: state, silenced: silenced, microphone: microphone, processing: processing)
+        return View(
+            state: state,
+            silenced: silenced,
+            microphone: microphone,
+            processing: processing,
+            judged: judged(state.value, direction: stream.direction)
+        )
     }
 
     private static func state(of stream: Stream, session record: SessionRecord?) -> Ruling<State> {
@@ -439,6 +448,39 @@ public struct StreamPolicy: Sendable {
             return Ruling(false, rule: .r20, reason: "hushd has no microphone: the stream receives silence")
         }
         return Ruling(true, rule: .r20, reason: "\(session) plays and the application started the stream")
+    }
+
+    // MARK: R23 late-application
+
+    /// Whether a stream in `state` is judged late when its application falls behind (R23). A device that runs
+    /// judges: frames move at the real rate whatever the application does, so the ring running dry (playback) or
+    /// full (capture) is the application's lateness, as on a sound card. What the policy stopped is not: a held
+    /// playback stream is not consumed, a paused or prepared one does not move. A held capture stream still
+    /// receives silence at the real rate (R20), so not reading it is late. Silenced playback (R1) is consumed at the
+    /// real rate and judged.
+    static func judged(_ state: State, direction: StreamDirection) -> Ruling<Bool> {
+        switch (state, direction) {
+        case (.running, _):
+            return Ruling(
+                true,
+                rule: .r23,
+                reason: "frames move at the real rate: an empty ring is an underrun, a full one an overrun (XRUN)"
+            )
+        case (.held, .capture):
+            return Ruling(
+                true,
+                rule: .r23,
+                reason: "held, the stream still receives silence at the real rate: not reading it is an overrun"
+            )
+        case (.held, .playback):
+            return Ruling(false, rule: .r23, reason: "held by the policy, not consumed: an empty ring is not late")
+        case (.paused, _):
+            return Ruling(false, rule: .r23, reason: "paused: nothing moves, nothing is late")
+        case (.prepared, _):
+            return Ruling(false, rule: .r23, reason: "not started: nothing moves, nothing is late")
+        case (.closed, _):
+            return Ruling(false, rule: .r23, reason: "the stream is over")
+        }
     }
 
     // MARK: R22 capture-mode

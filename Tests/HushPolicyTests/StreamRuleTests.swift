@@ -338,3 +338,78 @@ struct R20MicrophoneGate {
         #expect(board.streamView(2)?.hearsMicrophone == true)
     }
 }
+
+@Suite("R23 late-application")
+struct R23LateApplication {
+    @Test("a running playback stream is judged; prepared, paused and held ones are not")
+    func playback() throws {
+        var board = PolicyHarness()
+        try board.openStream(1, .playback, .music, .playback)
+        #expect(board.streamView(1)?.judged.value == false, "prepared: nothing moves")
+        board.stream(1, .start)
+        let running = try #require(board.streamView(1))
+        #expect(running.judged.value && running.judged.rule == .r23)
+        board.stream(1, .pause)
+        #expect(board.streamView(1)?.judged.value == false, "paused by the application")
+        board.stream(1, .resume)
+        #expect(board.streamView(1)?.judged.value == true)
+        board.activate(9, .ringer, .soloAmbient, client: 90)
+        board.play(9)
+        let held = try #require(board.streamView(1))
+        #expect(held.state.value == .held && !held.judged.value, "an interruption is not the application's lateness")
+        board.deactivate(9, notifyOthers: true)
+        #expect(board.streamView(1)?.judged.value == true)
+        board.stream(1, .prepare)
+        #expect(board.streamView(1)?.judged.value == false, "prepared again (after an xrun): not judged until started")
+    }
+
+    @Test("a silenced stream is consumed at the real rate (R1): judged")
+    func silenced() throws {
+        var board = PolicyHarness()
+        board.input(.silenceSwitch(.silent))
+        try board.openStream(1, .playback, .effect, .ambient, [.mixWithOthers])
+        board.stream(1, .start)
+        let view = try #require(board.streamView(1))
+        #expect(view.silenced.value && view.judged.value && view.judged.rule == .r23)
+    }
+
+    @Test("an unplug holds playback (R5): not judged")
+    func unplug() throws {
+        var board = PolicyHarness()
+        board.input(.headphones(.plugged, source: .alsaControl))
+        try board.openStream(1, .playback, .music, .playback)
+        board.stream(1, .start)
+        #expect(board.streamView(1)?.judged.value == true)
+        board.input(.headphones(.unplugged, source: .alsaControl))
+        #expect(board.streamView(1)?.judged.value == false)
+    }
+
+    @Test("a started capture stream is judged, held too (it still receives silence at the real rate); paused is not")
+    func capture() throws {
+        var board = PolicyHarness()
+        try board.openStream(1, .capture, .music, .record)
+        #expect(board.streamView(1)?.judged.value == false)
+        board.stream(1, .start)
+        #expect(board.streamView(1)?.judged.value == true)
+        board.stream(1, .pause)
+        #expect(board.streamView(1)?.judged.value == false, "paused: nothing moves, as on a paused device")
+        board.stream(1, .resume)
+        #expect(board.streamView(1)?.judged.value == true)
+        board.activate(9, .ringer, .soloAmbient, client: 90)
+        board.play(9)
+        let held = try #require(board.streamView(1))
+        #expect(held.state.value == .held && held.judged.value && held.judged.rule == .r23)
+        #expect(!held.hearsMicrophone)
+    }
+
+    @Test("a closed stream is not judged")
+    func closed() throws {
+        var board = PolicyHarness()
+        board.activate(5, .music, .playback, client: 50)
+        try board.openStream(1, .playback, .music, .playback, session: 5, sessionOwner: 1000)
+        board.stream(1, .start)
+        board.deactivate(5, notifyOthers: true)
+        let view = try #require(board.streamView(1))
+        #expect(view.state.value == .closed && !view.judged.value)
+    }
+}
