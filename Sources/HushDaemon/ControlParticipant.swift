@@ -443,6 +443,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             state: state,
             underruns: entry.playback?.underruns.load(ordering: .relaxed) ?? 0,
             underrunFrames: entry.playback?.underrunFrames.load(ordering: .relaxed) ?? 0,
+            overruns: entry.capture?.overruns.load(ordering: .relaxed) ?? 0,
             overrunFrames: entry.capture?.overrunFrames.load(ordering: .relaxed) ?? 0,
             violations: entry.violations,
             microphone: entry.hearsMicrophone

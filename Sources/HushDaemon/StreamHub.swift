@@ -55,6 +55,10 @@ final class StreamHub {
         let playback: PlaybackStream?
         let capture: CaptureStream?
         var reportedViolations = 0
+        /// Underruns (playback) or overruns (capture) when the application last prepared the stream, and when a
+        /// recovery was last logged (R23).
+        var lateAtPrepare = 0
+        var recoveryLogged: ContinuousClock.Instant?
 
         init(
             _ opened: StreamPolicy.Stream,
@@ -72,6 +76,10 @@ final class StreamHub {
 
         var id: StreamID { opened.id }
         var name: String { opened.name }
+        /// Times it was late (R23): underruns for playback, overruns for capture.
+        var late: Int {
+            playback?.underruns.load(ordering: .relaxed) ?? capture?.overruns.load(ordering: .relaxed) ?? 0
+        }
         var session: SessionID { opened.session }
         var configuration: SessionConfiguration { opened.configuration }
         var direction: StreamDirection { memory.geometry.direction }
@@ -276,12 +284,30 @@ final class StreamHub {
         if let event = ruling.value {
             host.handle(event, cause: "\(entry.name) (pid \(entry.peer.pid)) \(action.verb) \(id) [\(ruling.rule)]")
         }
+        // The stream is no longer judged (R23) before the audio thread jumps to the prepared position: the empty ring
+        // there is not an underrun.
+        refresh()
         var position: UInt64?
         if action == .prepare {
             position = entry.playback?.prepare() ?? entry.capture?.prepare()
+            recovered(entry)
         }
-        refresh()
         return position
+    }
+
+    /// A prepare after lateness is the application's recovery from the xrun it was told of (R23): said in the log,
+    /// at most every 10 s per stream (a program late every period must not flood it).
+    private func recovered(_ entry: Entry) {
+        let late = entry.late
+        defer { entry.lateAtPrepare = late }
+        guard late > entry.lateAtPrepare else { return }
+        let now = ContinuousClock.now
+        if let logged = entry.recoveryLogged, now - logged < .seconds(10) { return }
+        entry.recoveryLogged = now
+        let what = entry.playback != nil ? "underrun" : "overrun"
+        host.logger.info(
+            "\(entry.id) of \(entry.name) (pid \(entry.peer.pid)) prepared again after \(late) \(what)\(late == 1 ? "" : "s"): it was late, told, and recovered [\(Rule.r23)]"
+        )
     }
 
     func close(_ id: StreamID, for peer: ControlClient) throws(ControlError) {
@@ -316,9 +342,13 @@ final class StreamHub {
                 figures += " (\(playback.underrunFrames.load(ordering: .relaxed)) frames: the client was late)"
             }
         }
-        if let capture = entry.capture, capture.overrunFrames.load(ordering: .relaxed) > 0 {
-            figures =
-                "; \(capture.overrunFrames.load(ordering: .relaxed)) frames dropped (the client did not read them)"
+        if let capture = entry.capture {
+            let overruns = capture.overruns.load(ordering: .relaxed)
+            figures = "; \(overruns) overrun\(overruns == 1 ? "" : "s")"
+            if overruns > 0 {
+                figures +=
+                    " (\(capture.overrunFrames.load(ordering: .relaxed)) frames dropped: the client did not read them)"
+            }
         }
         host.logger.info("\(entry.id) of \(entry.name) (pid \(entry.peer.pid)) ended: \(reason)\(figures)")
         let ending = rules.close(entry.id)
@@ -355,14 +385,16 @@ final class StreamHub {
         for (entry, view) in views {
             let state = StreamMemory.State(view.state.value)
             if entry.memory.state != state { entry.memory.setState(state) }
-            entry.playback?.counting.store(view.moves, ordering: .relaxed)
+            entry.playback?.counting.store(view.judged.value, ordering: .relaxed)
+            entry.capture?.counting.store(view.judged.value, ordering: .relaxed)
             entry.memory.setFlag(StreamMemory.silencedFlag, view.silenced.value)
             if let capture = entry.capture {
                 let voice = view.processing?.value.processesVoice ?? false
                 let started = rules.stream(entry.id)?.started ?? false
                 capture.voice.store(voice, ordering: .relaxed)
                 capture.allowed.store(view.hearsMicrophone, ordering: .relaxed)
-                capture.running.store(started, ordering: .relaxed)
+                // A stream its application paused receives nothing, as a paused device captures nothing (R19).
+                capture.running.store(started && view.state.value != .paused, ordering: .relaxed)
                 if voice && started && view.hearsMicrophone { voiceStreams.append(entry) }
             }
         }

@@ -242,11 +242,15 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// The ring's capacity in frames.
         public var ringFrames: Int
         public var state: State
-        /// Playback: times the ring ran dry while the stream was running (0 for capture).
+        /// Playback: times the ring ran dry while the stream was judged (R23), each told to the application as an
+        /// xrun unless its stop threshold is the boundary (0 for capture).
         public var underruns: Int
         /// Playback: frames hushd wanted and the ring did not have (0 for capture).
         public var underrunFrames: Int
-        /// Capture: frames dropped because the client did not read them (0 for playback).
+        /// Capture: times the ring was full while the stream was judged (R23), each told to the application as an
+        /// xrun unless its stop threshold is the boundary (0 for playback).
+        public var overruns: Int
+        /// Capture: frames dropped, while judged, because the client did not read them (0 for playback).
         public var overrunFrames: Int
         /// Times the client's counters were impossible (ahead of what it could have written or read) and hushd
         /// clamped them.
@@ -285,6 +289,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             state: State,
             underruns: Int = 0,
             underrunFrames: Int = 0,
+            overruns: Int = 0,
             overrunFrames: Int = 0,
             violations: Int = 0,
             microphone: Bool = false
@@ -305,6 +310,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.state = state
             self.underruns = underruns
             self.underrunFrames = underrunFrames
+            self.overruns = overruns
             self.overrunFrames = overrunFrames
             self.violations = violations
             self.microphone = microphone

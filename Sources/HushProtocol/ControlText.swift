@@ -104,7 +104,7 @@ public enum ControlText {
         var state = stream.state.rawValue
         switch stream.direction {
         case .playback: state += ", " + count(stream.underruns, "underrun")
-        case .capture: state += ", \(stream.overrunFrames) frames lost"
+        case .capture: state += ", " + count(stream.overruns, "overrun")
         }
         if stream.violations > 0 { state += ", " + count(stream.violations, "violation") }
         return pad("\(stream.id)", 4, right: true) + pad("\(stream.session)", 8, right: true)

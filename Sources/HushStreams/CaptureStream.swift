@@ -31,8 +31,20 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
     private let converted: UnsafeMutablePointer<Float>
     private let convertedCapacity: Int
 
+    /// The latch of an overrun episode: the ring was full while judged, and has not had room since.
+    private var full = false
+    private var appliedPrepare = 0
+
+    // Control side → audio thread.
+    /// Whether a full ring is the application's lateness (R23: the stream is judged). The plugin tells the
+    /// application (XRUN) when `overrun_frames` grows while its stream runs.
+    public let counting = Atomic<Bool>(false)
+    private let prepareGeneration = Atomic<Int>(0)
+
     // Audio thread → control side.
-    /// Frames dropped because the client did not read them.
+    /// Times the ring was full while judged (R23): each an overrun the application is told of.
+    public let overruns = Atomic<Int>(0)
+    /// Frames dropped, while judged, because the client did not read them.
     public let overrunFrames = Atomic<Int>(0)
     /// Periods in which the client's counter was impossible (and clamped).
     public let violations = Atomic<Int>(0)
@@ -61,7 +73,10 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
 
     /// Control side: the application prepared the stream again; it continues reading from the returned position
     /// (what was captured before is skipped by the client).
-    public func prepare() -> UInt64 { memory.serverPosition }
+    public func prepare() -> UInt64 {
+        prepareGeneration.add(1, ordering: .releasing)
+        return memory.serverPosition
+    }
 
     /// Audio thread: one period of `frames` frames at the mixer's rate with `sourceChannels` channels — the
     /// microphone's, or nil for silence.
@@ -86,7 +101,21 @@ public final class CaptureStream: CaptureConsumer, @unchecked Sendable {
         }
         let room = Int(ringFrames - filled)
         let taken = min(room, count)
-        if taken < count { overrunFrames.add(count - taken, ordering: .relaxed) }
+        let generation = prepareGeneration.load(ordering: .acquiring)
+        if generation != appliedPrepare {
+            appliedPrepare = generation
+            full = false
+        }
+        if taken < count {
+            // Frames lost either way; lateness (R23) only while judged, one episode until the ring has room again.
+            if counting.load(ordering: .relaxed) {
+                overrunFrames.add(count - taken, ordering: .relaxed)
+                if !full { overruns.add(1, ordering: .relaxed) }
+                full = true
+            }
+        } else {
+            full = false
+        }
         var done = 0
         while done < taken {
             let index = Int((written &+ UInt64(done)) % ringFrames)

@@ -48,7 +48,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private let prepareTarget = Atomic<UInt64>(0)
     /// Frames queued between the mixer and the speaker (the device's buffer), at the mixer's rate.
     public let outputQueueFrames = Atomic<Int>(0)
-    /// Whether the stream should count an empty ring as an underrun (it is running, not prepared or draining).
+    /// Whether an empty ring is the application's lateness (R23: the stream is judged); draining never is. The
+    /// plugin tells the application (XRUN) when `underrun_frames` grows while its stream runs.
     public let counting = Atomic<Bool>(false)
 
     // Audio thread → control side.

@@ -109,11 +109,13 @@ struct ControlCodecWireTests {
         #expect(line.contains(#""microphone":[5],"microphoneSwitch":"live","output":"#))
         let streams: String =
             #""streams":[{"bus":"music","category":"playback","channels":2,"client":1005,"direction":"playback","#
-            + #""format":"S16_LE","id":4,"microphone":false,"name":"aplay","overrunFrames":0,"pid":123,"#
+            + #""format":"S16_LE","id":4,"microphone":false,"name":"aplay","overrunFrames":0,"overruns":0,"#
+            + #""pid":123,"#
             + #""rate":44100,"ringFrames":22050,"session":6,"state":"running","underrunFrames":0,"#
             + #""underruns":0,"violations":0},"#
             + #"{"bus":"music","category":"record","channels":1,"client":1006,"direction":"capture","#
-            + #""format":"S16_LE","id":5,"microphone":true,"name":"arecord","overrunFrames":480,"pid":77,"#
+            + #""format":"S16_LE","id":5,"microphone":true,"name":"arecord","overrunFrames":480,"overruns":1,"#
+            + #""pid":77,"#
             + #""rate":16000,"ringFrames":8000,"session":7,"state":"running","underrunFrames":0,"#
             + #""underruns":0,"violations":0},"#
         #expect(line.contains(streams))

@@ -133,6 +133,7 @@ struct ControlTextTests {
         state: ControlStatus.Stream.State = .running,
         underruns: Int = 0,
         underrunFrames: Int = 0,
+        overruns: Int = 0,
         overrunFrames: Int = 0,
         violations: Int = 0,
         microphone: Bool = false
@@ -152,6 +153,7 @@ struct ControlTextTests {
             state: state,
             underruns: underruns,
             underrunFrames: underrunFrames,
+            overruns: overruns,
             overrunFrames: overrunFrames,
             violations: violations,
             microphone: microphone
@@ -188,6 +190,7 @@ struct ControlTextTests {
                 rate: 16_000,
                 channels: 1,
                 ringFrames: 8000,
+                overruns: 1,
                 overrunFrames: 480,
                 microphone: true
             ),
@@ -240,7 +243,7 @@ struct ControlTextTests {
             streams          4
               ID SESSION    PID  NAME      DIR    RATE CH FORMAT   STATE
                4       6    123  aplay     play  44100  2 S16_LE   running, 0 underruns
-               5       7     77  arecord   rec   16000  1 S16_LE   running, 480 frames lost
+               5       7     77  arecord   rec   16000  1 S16_LE   running, 1 overrun
                6       8   4242  gst-launc play  48000  2 FLOAT_LE held, 1 underrun
                7       9   4243  -         play   8000  1 S32_LE   draining, 12 underruns...
             """
