@@ -70,7 +70,7 @@ ALSA_PLUGIN_SOURCES := $(wildcard Sources/hush-alsa-plugin/*.c)
 ALSA_PLUGIN_HEADERS := $(wildcard Sources/hush-alsa-plugin/*.h) Sources/CHushWire/hush_wire.h
 .PHONY: alsa-plugin
 alsa-plugin: $(ALSA_PLUGIN) $(ALSA_PLUGIN_DIR)/asound-test.conf $(ALSA_PLUGIN_DIR)/hush-request-lines \
-  $(ALSA_PLUGIN_DIR)/hush-delay-probe
+  $(ALSA_PLUGIN_DIR)/hush-delay-probe $(ALSA_PLUGIN_DIR)/hush-xrun-probe
 
 # -DPIC: alsa-lib's headers then declare the plugin's version symbol for a shared object (as libtool would).
 # -z defs: every symbol resolves against alsa-lib and libc now, not in the program that loads the plugin.
@@ -80,9 +80,9 @@ $(ALSA_PLUGIN): $(ALSA_PLUGIN_SOURCES) $(ALSA_PLUGIN_HEADERS) | deps
 	  $$(pkg-config --cflags alsa) -ISources/CHushWire -Wl,-z,defs -o $@ $(ALSA_PLUGIN_SOURCES) \
 	  $$(pkg-config --libs alsa)
 
-# Two test programs (Tests/alsa-plugin): the plugin's category table and open-stream lines, built by its own code,
-# for PluginRequestLineTests; and a player that samples snd_pcm_delay between hushd's periods, for
-# ALSADelayInterpolationTests.
+# Test programs (Tests/alsa-plugin): the plugin's category table and open-stream lines, built by its own code,
+# for PluginRequestLineTests; a player that samples snd_pcm_delay between hushd's periods, for
+# ALSADelayInterpolationTests; and the xrun probe below.
 $(ALSA_PLUGIN_DIR)/hush-request-lines: Tests/alsa-plugin/request_lines.c $(ALSA_PLUGIN_SOURCES) $(ALSA_PLUGIN_HEADERS) | deps
 	@mkdir -p $(@D)
 	$(PLUGIN_CC) -std=c11 -O2 -g -DPIC -Wall -Wextra -Werror $$(pkg-config --cflags alsa) -ISources/CHushWire \
@@ -92,6 +92,12 @@ $(ALSA_PLUGIN_DIR)/hush-delay-probe: Tests/alsa-plugin/delay_probe.c | deps
 	@mkdir -p $(@D)
 	$(PLUGIN_CC) -std=c11 -O2 -g -Wall -Wextra -Werror $$(pkg-config --cflags alsa) -o $@ \
 	  Tests/alsa-plugin/delay_probe.c $$(pkg-config --libs alsa)
+
+# A program that falls behind on purpose and prints what ALSA tells it (R23), for ALSAXrunTests.
+$(ALSA_PLUGIN_DIR)/hush-xrun-probe: Tests/alsa-plugin/xrun_probe.c | deps
+	@mkdir -p $(@D)
+	$(PLUGIN_CC) -std=c11 -O2 -g -Wall -Wextra -Werror $$(pkg-config --cflags alsa) -o $@ \
+	  Tests/alsa-plugin/xrun_probe.c $$(pkg-config --libs alsa) -lm
 
 $(ALSA_PLUGIN_DIR)/asound-test.conf: deploy/alsa/50-hush.conf $(ALSA_PLUGIN)
 	@mkdir -p $(@D)

@@ -109,6 +109,11 @@ struct hush_pcm {
     uint64_t hw_frames; /* the last position given to ioplug, absolute; never goes back */
     snd_pcm_uframes_t boundary;
     snd_pcm_uframes_t avail_min;
+    /* The application's stop threshold (sw_params); 0 until it sets one: the buffer size, ALSA's default. */
+    snd_pcm_uframes_t stop_threshold;
+    /* hushd's underrun_frames (playback) or overrun_frames (capture) when the stream last began to move: what
+       hushd counts after it is this side's lateness (R23). */
+    uint64_t late_base;
     bool started;
     /* When the stream last began to move as this side saw it (started, resumed, or found moving after it was
        not): the delay is not interpolated from a snapshot older than that. */
@@ -357,6 +362,8 @@ static void open_stream_fields(struct hush_line *line, const struct hush_pcm *pc
     hush_line_uint(line, period_frames);
 }
 
+static void rebase_late(struct hush_pcm *pcm);
+
 static int hush_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     (void)params;
     struct hush_pcm *pcm = io->private_data;
@@ -457,6 +464,8 @@ static int hush_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params) {
     hush_wire_store64(&pcm->header->client_frames, pcm->client_frames);
     pcm->appl_frames = 0;
     pcm->last_appl = io->appl_ptr;
+    pcm->stop_threshold = 0; /* until sw_params says: the buffer size */
+    rebase_late(pcm);
     return 0;
 }
 
@@ -468,9 +477,12 @@ static int hush_hw_free(snd_pcm_ioplug_t *io) {
 static int hush_sw_params(snd_pcm_ioplug_t *io, snd_pcm_sw_params_t *params) {
     struct hush_pcm *pcm = io->private_data;
     snd_pcm_uframes_t avail_min = 0, boundary = 0;
+    snd_pcm_uframes_t stop = 0;
     snd_pcm_sw_params_get_avail_min(params, &avail_min);
     snd_pcm_sw_params_get_boundary(params, &boundary);
+    snd_pcm_sw_params_get_stop_threshold(params, &stop);
     if (boundary) pcm->boundary = boundary;
+    pcm->stop_threshold = stop;
     pcm->avail_min = avail_min < io->buffer_size ? avail_min : io->buffer_size;
     if (pcm->header) hush_wire_store32(&pcm->header->wake_frames, (uint32_t)pcm->avail_min);
     return 0;
@@ -511,6 +523,52 @@ static uint64_t server_frames(const struct hush_pcm *pcm) {
     return server < pcm->base ? pcm->base : server;
 }
 
+/*
+ * ALSA's underrun contract (R23). hushd judges: while a stream's frames move at the real rate, it counts the frames it
+ * wanted from an empty playback ring (underrun_frames) or had to drop into a full capture ring (overrun_frames); a
+ * held, paused or draining stream is not counted. What it counted since the stream last began to move is this
+ * side's lateness, and it becomes ALSA's XRUN as the kernel makes it one for a sound card: when `avail` reaches the
+ * stop threshold. So the next write or read fails with -EPIPE and snd_pcm_prepare recovers, as aplay and GStreamer
+ * expect; a program that set its stop threshold to the boundary asked never to be stopped, and is not.
+ */
+static uint64_t late_counter(const struct hush_pcm *pcm) {
+    return hush_wire_load64(is_playback(pcm) ? &pcm->header->underrun_frames : &pcm->header->overrun_frames);
+}
+
+/* Lateness counts from here: the stream begins to move (started, resumed) or the application recovered. */
+static void rebase_late(struct hush_pcm *pcm) {
+    if (pcm->open) pcm->late_base = late_counter(pcm);
+}
+
+/* Whether the stream is in XRUN now, by its stop threshold; `server` is hushd's position. */
+static bool late(struct hush_pcm *pcm, uint64_t server) {
+    if (!pcm->open || pcm->io.state != SND_PCM_STATE_RUNNING) return false;
+    snd_pcm_uframes_t boundary = pcm->boundary ? pcm->boundary : pcm->io.buffer_size;
+    snd_pcm_uframes_t stop = pcm->stop_threshold ? pcm->stop_threshold : pcm->io.buffer_size;
+    if (stop >= boundary) return false; /* never stop: the program's own choice */
+    uint64_t counted = late_counter(pcm);
+    uint64_t missed = counted > pcm->late_base ? counted - pcm->late_base : 0;
+    /* avail as the kernel has it: room to write (playback) or frames to read (capture). */
+    uint64_t avail;
+    if (is_playback(pcm)) {
+        uint64_t queued = pcm->client_frames > server ? pcm->client_frames - server : 0;
+        avail = queued < pcm->ring_frames ? pcm->ring_frames - queued : 0;
+    } else {
+        follow_appl(pcm);
+        uint64_t at = pcm->base + pcm->appl_frames;
+        avail = server > at ? server - at : 0;
+    }
+    /* The default: hushd found the ring dry (or full) while it ran; hushd's count and this one agree. */
+    if (missed > 0 && stop <= pcm->ring_frames) return true;
+    /* Below the buffer, the kernel's own rule: XRUN once avail reaches it. */
+    if (stop < pcm->ring_frames && avail >= stop) return true;
+    /* Above it, that many frames of starvation pass (what went missing counts as avail, as on a card)... */
+    if (missed > 0 && avail + missed >= stop) return true;
+    /* ...and are forgotten once the application has caught up. */
+    if (missed > 0 && avail < pcm->ring_frames) pcm->late_base = counted;
+    return false;
+}
+
 static snd_pcm_sframes_t hush_pointer(snd_pcm_ioplug_t *io) {
     struct hush_pcm *pcm = io->private_data;
     if (!pcm->open) return 0;
@@ -536,10 +594,10 @@ static snd_pcm_sframes_t hush_pointer(snd_pcm_ioplug_t *io) {
         }
     } else {
         follow_appl(pcm);
-        uint64_t read = pcm->base + pcm->appl_frames;
-        publish_read(pcm, read);
-        if (server > read && server - read > pcm->ring_frames) return -EPIPE; /* overrun: ALSA's xrun */
+        publish_read(pcm, pcm->base + pcm->appl_frames);
     }
+    /* ioplug turns a negative position into XRUN: the next transfer fails with -EPIPE (R23). */
+    if (late(pcm, server)) return -EPIPE;
     if (server > pcm->hw_frames) pcm->hw_frames = server;
     return position(pcm, pcm->hw_frames);
 }
@@ -635,6 +693,8 @@ static int hush_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {
         uint64_t read = pcm->base + pcm->appl_frames;
         *delay = server > read ? (snd_pcm_sframes_t)(server - read + moved) : (snd_pcm_sframes_t)moved;
     }
+    /* Late (R23): XRUN now, as the kernel's delay (which updates the hardware pointer first) finds it. */
+    if (io->state != SND_PCM_STATE_XRUN && late(pcm, server)) snd_pcm_ioplug_set_state(io, SND_PCM_STATE_XRUN);
     return io->state == SND_PCM_STATE_XRUN ? -EPIPE : 0;
 }
 
@@ -660,6 +720,7 @@ static int hush_prepare(snd_pcm_ioplug_t *io) {
     hush_wire_store64(&pcm->header->client_frames, pcm->client_frames);
     pcm->appl_frames = 0;
     pcm->last_appl = io->appl_ptr;
+    rebase_late(pcm);
     /* Playback may write a whole buffer now, so a poll must not wait; capture has nothing until started. */
     if (is_playback(pcm)) {
         raise_event(pcm);
@@ -674,6 +735,8 @@ static int hush_start(snd_pcm_ioplug_t *io) {
     if (gone(pcm)) return -ENODEV;
     /* Waiting first, so hushd wakes this side from its first period. */
     hush_wire_store32(&pcm->header->client_flags, HUSH_WIRE_CLIENT_WAITING);
+    /* hushd judges the stream from this start (R23): nothing before it was this side's lateness. */
+    rebase_late(pcm);
     int error = stream_action(pcm, "start");
     if (error < 0) {
         if (pcm->header) hush_wire_store32(&pcm->header->client_flags, 0);
@@ -699,6 +762,8 @@ static int hush_stop(snd_pcm_ioplug_t *io) {
 static int hush_pause(snd_pcm_ioplug_t *io, int enable) {
     struct hush_pcm *pcm = io->private_data;
     if (gone(pcm)) return -ENODEV;
+    /* A paused stream is not judged (R23); whatever hushd counted before the resume is not this side's. */
+    if (!enable) rebase_late(pcm);
     int error = stream_action(pcm, enable ? "pause" : "resume");
     if (error < 0) return error;
     pcm->moving_since_ns = now_ns();
@@ -819,6 +884,12 @@ static int hush_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfds, unsigned
     case SND_PCM_STATE_PREPARED:
     case SND_PCM_STATE_RUNNING:
     case SND_PCM_STATE_PAUSED:
+        /* Late (R23): XRUN before POLLERR, so snd_pcm_wait answers -EPIPE (from the state), not -EIO. */
+        if (late(pcm, server_frames(pcm))) {
+            snd_pcm_ioplug_set_state(io, SND_PCM_STATE_XRUN);
+            *revents = ready | POLLERR;
+            break;
+        }
         /* As the kernel's snd_pcm_poll: ready when avail_min frames can move. */
         if (avail_frames(pcm) >= (pcm->avail_min ? pcm->avail_min : 1)) *revents = ready;
         break;

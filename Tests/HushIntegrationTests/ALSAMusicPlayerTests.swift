@@ -109,4 +109,47 @@ struct ALSAMusicPlayerTests {
             )
         }
     }
+
+    @Test("mpd stopped for 1 s mid-song is told of the underrun (R23), recovers on its own and plays on")
+    func mpdRecovers() throws {
+        try ALSADeviceTests.requireTools()
+        try ALSADeviceTests.retaking("mpd starved mid-song") {
+            let scratch = try ScratchDirectory(prefix: "hush-mpd-xrun")
+            let wav = scratch.path + "/mix.wav"
+            let hushd = try HushdProcess(fallback: wav)
+            let player = try MusicPlayer(directory: scratch.path + "/mpd", hushSocket: hushd.socket)
+            try ALSADeviceTests.tone(player.directory + "/music/song.wav", hertz: 440, seconds: 4, rate: 44100)
+            try player.mpc(["update", "--wait"])
+            try player.mpc(["add", "song.wav"])
+            try player.mpc(["play"])
+            func stream() -> [String: Any]? { ALSADeviceTests.streams(hushd).first }
+            try ALSADeviceTests.wait("mpd's stream running", hushd) { stream()?["state"] as? String == "running" }
+            usleep(1_000_000)
+            // mpd's whole process stops: its buffer (hush's ring) runs dry well before it goes on.
+            kill(player.process.processIdentifier, SIGSTOP)
+            usleep(1_000_000)
+            kill(player.process.processIdentifier, SIGCONT)
+            let underruns = (stream()?["underruns"] as? Int) ?? 0
+            try ALSADeviceTests.wait("mpd to prepare its stream again", hushd) {
+                ((try? String(contentsOfFile: hushd.logPath, encoding: .utf8)) ?? "").contains("prepared again after")
+            }
+            let playing = (try? player.mpc(["status"]))?.output.contains("[playing]") ?? false
+            try ALSADeviceTests.wait("the song's end", hushd, seconds: 15) {
+                (try? player.mpc(["status"]))?.output.contains("[playing]") == false
+            }
+            _ = hushd.stop()
+            let levels = ALSADeviceTests.levels(of: 440, in: try ALSADeviceTests.mix(wav))
+            // The song after the stop: the windows from the first one back after the gap.
+            let gap = levels.indices.dropFirst(10).first { levels[$0] < -60 } ?? levels.count
+            let after = levels[gap...].drop { $0 < -60 }.filter { $0 > -60 }.count
+            print(
+                "mpd stopped 1 s mid-song: hushd counted \(underruns) underrun(s); mpd still playing: \(playing); "
+                    + "\(after * 20) ms of the song after the gap"
+            )
+            #expect(underruns >= 1, "hushd counted the starvation")
+            #expect(playing, "mpd recovered on its own and still plays")
+            #expect(after * 20 >= 1500, "the song goes on after the gap: \(after * 20) ms")
+            return nil
+        }
+    }
 }
