@@ -397,4 +397,78 @@ let appsChecks: [Check] = [
             return judged
         }
     },
+    Check(name: "apps-gstreamer-alsasink-recovers-from-a-stall") {
+        // GStreamer's alsasink is told of an underrun (R23) when its whole process stops for 0.5 s mid-tone, and
+        // recovers on its own: it prepares the stream again and the tone goes on. (The registry was made by the
+        // check before.)
+        let gst = "\(apps)/bin/gst-launch-1.0"
+        try judge("GStreamer stopped mid-tone") {
+            let before = try outputXruns()
+            let logBefore = (readFile("/tmp/hushd.log") ?? "").count
+            var application: Application?
+            var ended: (status: Int32, at: Instant)?
+            var stopped: Instant?
+            let done = EndMark()
+            let take = try listen(
+                to: [speakerCapture],
+                seconds: 30,
+                until: { done.passed(appTail) },
+                while: [
+                    (
+                        0.2, "start gst-launch-1.0",
+                        {
+                            do {
+                                application = try Application(
+                                    gst,
+                                    [
+                                        "-q", "audiotestsrc", "num-buffers=300", "samplesperbuffer=441", "freq=1000",
+                                        "volume=0.5", "!", "audio/x-raw,rate=44100,channels=1", "!", "audioconvert",
+                                        "!", "audioresample", "!", "alsasink", "device=hush:music", "sync=true",
+                                    ],
+                                    name: "gst-launch-1.0"
+                                )
+                            } catch {
+                                done.mark()
+                                throw error
+                            }
+                        }
+                    ),
+                    (
+                        0.21, "stop it for 0.5 s once it plays",
+                        {
+                            defer { done.mark() }
+                            guard let gstreamer = application else { return }
+                            _ = try? waitForStream(gstreamer, "running", seconds: 20)
+                            sleep(.milliseconds(800))
+                            stopped = monotonicNow()
+                            gstreamer.signal(SIGSTOP)
+                            sleep(.milliseconds(500))
+                            gstreamer.signal(SIGCONT)
+                            ended = gstreamer.finish(within: 20)
+                        }
+                    ),
+                ]
+            )
+            guard let gstreamer = application else { throw CheckFailure("gst-launch-1.0 did not start") }
+            let log = String((readFile("/tmp/hushd.log") ?? "").dropFirst(logBefore))
+            let recovered = log.split(separator: "\n").contains {
+                $0.contains("(pid \(gstreamer.pid)) prepared again after") && $0.contains("[R23 late-application]")
+            }
+            let mix = take.recordings[0].samples
+            let levels = windowLevels(1000, mix, rate: 48000, from: 0, to: Double(mix.count) / 48000, window: 0.02)
+            let stopAt = stopped.map { take.recordings[0].seconds(at: $0) } ?? 0
+            let afterStop = levels.indices.filter { Double($0) * 0.02 > stopAt + 0.5 && levels[$0] > -60 }.count
+            let heard = levels.filter { $0 > -60 }.count
+            // The stop is the check's own: hushd's own device must not have underrun meanwhile.
+            var judged = Judged(disturbances: take.disturbances + (try xrunsSince(before)))
+            judged.report = [
+                "  GStreamer stopped 0.5 s mid-tone: told and recovered (hushd's log): \(recovered); \(heard * 20) ms of "
+                    + "the 3 s tone heard, \(afterStop * 20) ms after the stop; \(gstreamer.outcome)"
+            ]
+            judged.expect(ended?.status == 0, "gst-launch-1.0 recovers and ends well: \(gstreamer.outcome)")
+            judged.expect(recovered, "R23: alsasink was told of the underrun and prepared its stream again")
+            judged.expect(afterStop * 20 >= 1500, "the tone goes on after the stop: \(afterStop * 20) ms", stall: true)
+            return judged
+        }
+    },
 ]

@@ -1,3 +1,4 @@
+import Foundation
 import HushCore
 import HushTesting
 
@@ -406,5 +407,78 @@ let playbackChecks: [Check] = [
         try require(abs(ducked.max - (before - 14)) < 1.5, "R7: ducked by 14 dB: \(before) → \(ducked)")
         try require(abs(heard(prompt, ducking).min - expectedLevel(step: 8)) < 1.5, "the prompt sounds")
         try require(abs(restored - before) < 1, "R10: the killed client's duck is undone: \(restored)")
+    },
+    Check(name: "streams-aplay-starved-is-told-and-plays-everything") {
+        // Half a second of the effect tone, S16_LE stereo at 48 kHz, fed to aplay through a pipe that stalls twice
+        // for 0.6 s: its 100 ms buffer runs dry each time (R23).
+        let raw = "/tmp/starved.raw"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24000 * 4)
+        for frame in 0..<24000 {
+            let value = UInt16(bitPattern: Int16(16383 * sin(2 * Double.pi * Double(effect) * Double(frame) / 48000)))
+            for _ in 0..<2 { bytes += [UInt8(value & 0xFF), UInt8(value >> 8)] }
+        }
+        guard FileManager.default.createFile(atPath: raw, contents: Data(bytes)) else {
+            throw CheckFailure("cannot write \(raw)")
+        }
+        let command =
+            "{ cat \(raw); sleep 0.6; cat \(raw); sleep 0.6; cat \(raw); } | "
+            + "aplay -D hush:music -t raw -f S16_LE -r 48000 -c 2 -B 100000"
+        try judge("aplay starved twice by its pipe") {
+            let logBefore = (readFile("/tmp/hushd.log") ?? "").count
+            var started: Application?
+            var result: (status: Int32, at: Instant)?
+            let done = EndMark()
+            let take = try listen(
+                to: [speakerCapture],
+                seconds: 10,
+                until: { done.passed(0.5) },
+                while: [
+                    (
+                        0.2, "start the starved aplay",
+                        {
+                            do {
+                                started = try Application("/bin/sh", ["-c", command], name: "aplay")
+                            } catch {
+                                done.mark()
+                                throw error
+                            }
+                        }
+                    ),
+                    (
+                        0.21, "wait for it",
+                        {
+                            result = started?.finish(within: 9)
+                            done.mark()
+                        }
+                    ),
+                ]
+            )
+            guard let shell = started, let ended = result else {
+                throw CheckFailure("the starved aplay did not end: \(started?.outcome ?? "never started")")
+            }
+            let printed = shell.text.components(separatedBy: "underrun!!!").count - 1
+            // hushd's own word on the stream at its end, and on the recoveries.
+            let log = String((readFile("/tmp/hushd.log") ?? "").dropFirst(logBefore))
+            let endLine = log.split(separator: "\n").first { $0.contains("of aplay (pid") && $0.contains(" ended: ") }
+            let counted = endLine.flatMap { line in line.firstMatch(of: /; (\d+) underrun/).flatMap { Int($0.1) } }
+            let recovered = log.contains("prepared again after") && log.contains("[R23 late-application]")
+            let samples = take.recordings[0].samples
+            let levels = windowLevels(Double(effect), samples, rate: 48000, from: 0, to: Double(samples.count) / 48000, window: 0.02)
+            let heard = levels.filter { $0 > -60 }.count
+            var judged = Judged(disturbances: take.disturbances)
+            judged.report = [
+                "  aplay starved twice: it printed underrun!!! \(printed) times, hushd counted \(counted.map(String.init) ?? "?"); "
+                    + "\(heard * 20) ms of the 1500 ms of tone heard; hushd logged the recovery: \(recovered)"
+            ]
+            // More than the two stalls: the emulated machine held aplay off as well (it is told each time too).
+            if printed > 2 { judged.disturbances.append("aplay fell behind \(printed - 2) more times than its pipe made it") }
+            judged.expect(ended.status == 0, "aplay recovers and ends well: \(shell.outcome)")
+            judged.expect(printed == counted, "R23: aplay is told of each underrun hushd counts: \(printed) against \(counted ?? -1)")
+            judged.expect(printed >= 2, "R23: each stall is an underrun aplay is told of: \(printed)")
+            judged.expect(recovered, "hushd logs that aplay recovered")
+            judged.expect(abs(heard - 75) <= 3, "every frame is played after the recoveries: \(heard * 20) ms of 1500", stall: true)
+            return judged
+        }
     },
 ]
