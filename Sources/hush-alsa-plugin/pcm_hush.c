@@ -750,9 +750,11 @@ static int hush_start(snd_pcm_ioplug_t *io) {
 static int hush_stop(snd_pcm_ioplug_t *io) {
     struct hush_pcm *pcm = io->private_data;
     if (!pcm->open) return 0;
-    hush_wire_store32(&pcm->header->client_flags, 0);
-    /* ALSA drops again at close; a stream that is not running has nothing to stop (prepare discards the rest). */
+    /* ALSA drops again at close; a stream that is not running has nothing to stop (prepare discards the rest). The
+       stop first: until hushd has it, the stream is judged (R23), and a drained ring without the draining flag
+       would be an underrun nobody caused. */
     if (pcm->started && !gone(pcm)) stream_action(pcm, "stop");
+    hush_wire_store32(&pcm->header->client_flags, 0);
     pcm->started = false;
     /* Someone polling after a drop must not sleep forever. */
     raise_event(pcm);
