@@ -140,7 +140,8 @@ package final class ControlServer: LoopParticipant {
             guard stat(path, &info) == 0 else { throw UnixSocket.error("check the control socket", path, errno) }
             socketInode = info.st_ino
             socketGroup = info.st_gid
-            guard listen(fd, 16) == 0 else { throw UnixSocket.error("listen on the control socket", path, errno) }
+            // A boot's worth of clients may connect before hushd is ready (it listens first): they wait here.
+            guard listen(fd, 64) == 0 else { throw UnixSocket.error("listen on the control socket", path, errno) }
         } catch {
             Glibc.close(fd)
             // A throw after socketGroup is set (listen) leaves self fully initialised, so deinit runs and calls

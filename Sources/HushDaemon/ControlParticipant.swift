@@ -27,15 +27,10 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
     /// Applications' streams through the `hush` ALSA device, each on a connection of its own.
     let streams: StreamHub
 
-    init(
-        configuration: HushdConfiguration.Control,
-        streams streamLimits: HushdConfiguration.Streams = .init(),
-        daemon: Daemon,
-        microphoneChanged: @escaping (Bool) -> Void = { _ in }
-    ) throws {
-        self.daemon = daemon
-        limits = configuration
-        server = try ControlServer(
+    /// The control socket as `configuration` says, listening: clients that connect before hushd is ready wait in
+    /// its backlog and are answered by the whole daemon once it is.
+    static func listen(_ configuration: HushdConfiguration.Control, logger: Logger) throws(HardwareError) -> ControlServer {
+        try ControlServer(
             path: configuration.socket,
             mode: mode_t(configuration.mode),
             group: configuration.group,
@@ -46,8 +41,26 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                 maxSessionsPerClient: configuration.maxSessionsPerClient
             ),
             allowedUIDs: Set(configuration.allowedUIDs),
-            logger: daemon.logger
+            logger: logger
         )
+    }
+
+    /// - Parameter server: the socket, when it was opened before the daemon (``listen(_:logger:)``); else it is
+    ///   opened here.
+    init(
+        configuration: HushdConfiguration.Control,
+        streams streamLimits: HushdConfiguration.Streams = .init(),
+        daemon: Daemon,
+        server listening: ControlServer? = nil,
+        microphoneChanged: @escaping (Bool) -> Void = { _ in }
+    ) throws {
+        self.daemon = daemon
+        limits = configuration
+        if let listening {
+            server = listening
+        } else {
+            server = try Self.listen(configuration, logger: daemon.logger)
+        }
         streams = StreamHub(
             host: daemon,
             limits: StreamHub.Limits(

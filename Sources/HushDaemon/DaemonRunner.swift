@@ -2,6 +2,7 @@ import FoundationEssentials
 import HushALSA
 import HushConfiguration
 import HushConsole
+import HushControlServer
 import HushCore
 import HushGPIO
 import HushInput
@@ -36,6 +37,16 @@ final class DaemonRunner {
             return 1
         }
         let notifier = SystemdNotifier(logger: logger)
+        // The socket listens before anything else is opened: a client (the plugin in a program that starts with
+        // the board, hushctl) can connect from here, and waits in the backlog until hushd is ready and answers it
+        // whole. A second hushd fails here, before it touches the sound card the first one plays on.
+        let listening: ControlServer
+        do {
+            listening = try ControlParticipant.listen(configuration.control, logger: logger)
+        } catch {
+            logger.critical("cannot open the control socket: \(error)")
+            return 1
+        }
         let store = configuration.state.file.map {
             StateStore(path: $0, interval: configuration.state.writeInterval, logger: logger)
         }
@@ -112,6 +123,7 @@ final class DaemonRunner {
                 configuration: configuration.control,
                 streams: configuration.streams,
                 daemon: daemon,
+                server: listening,
                 microphoneChanged: { on in microphoneLight?.set(on) }
             )
         } catch {
