@@ -65,21 +65,30 @@ struct ALSAMusicPlayerTests {
         }
     }
 
+    /// hushd with its mix in a scratch WAV, and mpd playing a song of 440 Hz `seconds` long through it, its stream
+    /// running.
+    static func playing(seconds: Double) throws -> (ScratchDirectory, HushdProcess, MusicPlayer) {
+        let scratch = try ScratchDirectory(prefix: "hush-mpd")
+        let hushd = try HushdProcess(fallback: scratch.path + "/mix.wav")
+        let player = try MusicPlayer(directory: scratch.path + "/mpd", hushSocket: hushd.socket)
+        try ALSADeviceTests.tone(player.directory + "/music/song.wav", hertz: 440, seconds: seconds, rate: 44100)
+        try player.mpc(["update", "--wait"])
+        try player.mpc(["add", "song.wav"])
+        let play = try player.mpc(["play"])
+        #expect(play.status == 0, "\(play.output)")
+        try ALSADeviceTests.wait("mpd's stream running", hushd) {
+            ALSADeviceTests.streams(hushd).first?["state"] as? String == "running"
+        }
+        return (scratch, hushd, player)
+    }
+
     @Test("mpd plays through hush:music; a ringtone holds it and it goes on after")
     func mpdPlays() throws {
         try ALSADeviceTests.requireTools()
         try ALSADeviceTests.retaking("mpd through hush:music") {
-            let scratch = try ScratchDirectory(prefix: "hush-mpd")
+            let (scratch, hushd, player) = try Self.playing(seconds: 3)
             let wav = scratch.path + "/mix.wav"
-            let hushd = try HushdProcess(fallback: wav)
-            let player = try MusicPlayer(directory: scratch.path + "/mpd", hushSocket: hushd.socket)
-            try ALSADeviceTests.tone(player.directory + "/music/song.wav", hertz: 440, seconds: 3, rate: 44100)
-            try player.mpc(["update", "--wait"])
-            try player.mpc(["add", "song.wav"])
-            let play = try player.mpc(["play"])
-            #expect(play.status == 0, "\(play.output)")
             func stream() -> [String: Any]? { ALSADeviceTests.streams(hushd).first }
-            try ALSADeviceTests.wait("mpd's stream running", hushd) { stream()?["state"] as? String == "running" }
             #expect(stream()?["name"] as? String == "mpd" || stream()?["name"] as? String == "output:hush")
             #expect(stream()?["rate"] as? Int == 44100, "mpd plays the file's rate; hushd converts")
             usleep(500_000)
@@ -114,16 +123,9 @@ struct ALSAMusicPlayerTests {
     func mpdRecovers() throws {
         try ALSADeviceTests.requireTools()
         try ALSADeviceTests.retaking("mpd starved mid-song") {
-            let scratch = try ScratchDirectory(prefix: "hush-mpd-xrun")
+            let (scratch, hushd, player) = try Self.playing(seconds: 4)
             let wav = scratch.path + "/mix.wav"
-            let hushd = try HushdProcess(fallback: wav)
-            let player = try MusicPlayer(directory: scratch.path + "/mpd", hushSocket: hushd.socket)
-            try ALSADeviceTests.tone(player.directory + "/music/song.wav", hertz: 440, seconds: 4, rate: 44100)
-            try player.mpc(["update", "--wait"])
-            try player.mpc(["add", "song.wav"])
-            try player.mpc(["play"])
             func stream() -> [String: Any]? { ALSADeviceTests.streams(hushd).first }
-            try ALSADeviceTests.wait("mpd's stream running", hushd) { stream()?["state"] as? String == "running" }
             usleep(1_000_000)
             // mpd's whole process stops: its buffer (hush's ring) runs dry well before it goes on.
             kill(player.process.processIdentifier, SIGSTOP)
@@ -139,15 +141,18 @@ struct ALSAMusicPlayerTests {
             }
             _ = hushd.stop()
             let levels = ALSADeviceTests.levels(of: 440, in: try ALSADeviceTests.mix(wav))
-            // The song after the stop: the windows from the first one back after the gap.
-            let gap = levels.indices.dropFirst(10).first { levels[$0] < -60 } ?? levels.count
-            let after = levels[gap...].drop { $0 < -60 }.filter { $0 > -60 }.count
+            // The song after the stop: from its first window, the gap the stop made, and what is heard after it.
+            let first = levels.firstIndex { $0 > -60 } ?? levels.count
+            let gap = levels[first...].firstIndex { $0 < -60 } ?? levels.count
+            let before = gap - first
+            let after = levels[gap...].filter { $0 > -60 }.count
             print(
                 "mpd stopped 1 s mid-song: hushd counted \(underruns) underrun(s); mpd still playing: \(playing); "
-                    + "\(after * 20) ms of the song after the gap"
+                    + "\(before * 20) ms of the song before the gap, \(after * 20) ms after it"
             )
             #expect(underruns >= 1, "hushd counted the starvation")
             #expect(playing, "mpd recovered on its own and still plays")
+            #expect(before * 20 < 2000, "the gap is where mpd stopped: \(before * 20) ms into the song")
             #expect(after * 20 >= 1500, "the song goes on after the gap: \(after * 20) ms")
             return nil
         }

@@ -115,8 +115,44 @@ struct ALSAXrunTests {
     static func disturbed(_ run: Run) -> String? {
         if run.unplanned > 0 { return "the probe fell behind \(run.unplanned) times where it meant to keep up" }
         if run.longestGap >= 80 { return "the probe was stalled for \(run.longestGap) ms where it meant to keep up" }
-        if run.outputXruns > 0 { return "hushd's own output underran \(run.outputXruns) times (the machine stalled it)" }
+        if run.outputXruns > 0 {
+            return "hushd's own output underran \(run.outputXruns) times (the machine stalled it)"
+        }
         return nil
+    }
+
+    static func device(_ direction: String) -> String {
+        direction == "playback" ? "hush:music" : "hush:CATEGORY=record"
+    }
+
+    /// Runs the probe on a fresh hushd until a take is undisturbed (at most three), and has `judge` look at it:
+    /// `judge` records what is wrong, or returns why the take is the machine's and not hush's.
+    static func probing(
+        _ what: String,
+        _ direction: String,
+        stop: String = "default",
+        access: String = "rw",
+        blocking: String = "block",
+        _ cycles: [String],
+        judge: (Run) -> String?
+    ) throws {
+        try ALSADeviceTests.requireTools()
+        try ALSADeviceTests.retaking(what) {
+            let hushd = try HushdProcess()
+            defer { _ = hushd.stop() }
+            let run = try Self.run(
+                hushd,
+                device: device(direction),
+                direction,
+                stop: stop,
+                access: access,
+                blocking: blocking,
+                cycles
+            )
+            #expect(run.done, "the probe: \(run.text.suffix(2000))")
+            if let reason = disturbed(run) { return reason }
+            return judge(run)
+        }
     }
 
     @Test(
@@ -124,96 +160,68 @@ struct ALSAXrunTests {
         arguments: [("rw", "block"), ("mmap", "block"), ("rw", "nonblock"), ("mmap", "nonblock")]
     )
     func playbackUnderrun(access: String, blocking: String) throws {
-        try ALSADeviceTests.requireTools()
-        try ALSADeviceTests.retaking("playback underrun, \(access) \(blocking)") {
-            let hushd = try HushdProcess()
-            defer { _ = hushd.stop() }
-            let run = try Self.run(
-                hushd,
-                device: "hush:music",
-                "playback",
-                access: access,
-                blocking: blocking,
-                ["move:300", "wait:300", "delay:300", "status:300"]
-            )
-            #expect(run.done, "the probe: \(run.text.suffix(2000))")
-            if let reason = Self.disturbed(run) { return reason }
+        let cycles = ["move:300", "wait:300", "delay:300", "status:300"]
+        try Self.probing(
+            "playback underrun, \(access) \(blocking)",
+            "playback",
+            access: access,
+            blocking: blocking,
+            cycles
+        ) {
+            run in
             #expect(run.cycles.count == 4, "\(run.text)")
             for cycle in run.cycles {
                 #expect(cycle.result == "EPIPE", "\(cycle): the first call after the stall reports the underrun")
                 #expect(cycle.state == "XRUN", "\(cycle): snd_pcm_state says XRUN")
             }
             #expect(run.xruns == 4, "\(run.text)")
-            #expect(
-                run.counted == 4,
-                "hushd counted \(run.counted.map(String.init) ?? "nothing"); the probe saw 4: \(run.text)"
-            )
+            #expect(run.counted == 4, "hushd counted \(run.counted ?? -1); the probe was told 4: \(run.text)")
             return nil
         }
     }
 
     @Test("capture: a recorder that stops reading for longer than its buffer is told of the overrun")
     func captureOverrun() throws {
-        try ALSADeviceTests.requireTools()
-        try ALSADeviceTests.retaking("capture overrun") {
-            let hushd = try HushdProcess()
-            defer { _ = hushd.stop() }
-            let run = try Self.run(
-                hushd,
-                device: "hush:CATEGORY=record",
-                "capture",
-                ["move:300", "wait:300", "status:300"]
-            )
-            #expect(run.done, "the probe: \(run.text.suffix(2000))")
-            if let reason = Self.disturbed(run) { return reason }
+        try Self.probing("capture overrun", "capture", ["move:300", "wait:300", "status:300"]) { run in
             for cycle in run.cycles {
                 #expect(cycle.result == "EPIPE" && cycle.state == "XRUN", "\(cycle)")
             }
             #expect(run.xruns == 3 && run.cycles.count == 3, "\(run.text)")
-            #expect(
-                run.counted == 3,
-                "hushd counted \(run.counted.map(String.init) ?? "nothing") overruns; the probe saw 3"
-            )
+            #expect(run.counted == 3, "hushd counted \(run.counted ?? -1) overruns; the probe was told 3")
             return nil
         }
     }
 
     @Test(
         "a stop threshold at the boundary asks never to be stopped: counted by hushd, not told",
-        arguments: [
-            "playback", "capture",
-        ]
+        arguments: ["playback", "capture"]
     )
     func boundary(direction: String) throws {
-        try ALSADeviceTests.requireTools()
-        try ALSADeviceTests.retaking("\(direction) with the stop threshold at the boundary") {
-            let hushd = try HushdProcess()
-            defer { _ = hushd.stop() }
-            let device = direction == "playback" ? "hush:music" : "hush:CATEGORY=record"
-            let run = try Self.run(hushd, device: device, direction, stop: "boundary", ["move:300", "status:300"])
-            #expect(run.done, "the probe: \(run.text.suffix(2000))")
-            if let reason = Self.disturbed(run) { return reason }
+        try Self.probing(
+            "\(direction), stop threshold at the boundary",
+            direction,
+            stop: "boundary",
+            ["move:300", "status:300"]
+        ) {
+            run in
             for cycle in run.cycles {
                 #expect(!cycle.xrun && cycle.state == "RUNNING", "\(cycle)")
             }
             #expect(run.xruns == 0, "\(run.text)")
-            #expect(
-                run.counted == 2,
-                "hushd counts each stall all the same: \(run.counted.map(String.init) ?? "nothing")"
-            )
+            #expect(run.counted == 2, "hushd counts each stall all the same: \(run.counted ?? -1)")
             return nil
         }
     }
 
     @Test("a stop threshold 500 ms above the buffer lets a 200 ms starvation pass and stops an 800 ms one")
     func aboveTheBuffer() throws {
-        try ALSADeviceTests.requireTools()
-        try ALSADeviceTests.retaking("playback with the stop threshold above the buffer") {
-            let hushd = try HushdProcess()
-            defer { _ = hushd.stop() }
-            let run = try Self.run(hushd, device: "hush:music", "playback", stop: "+500", ["move:300", "move:900"])
-            #expect(run.done, "the probe: \(run.text.suffix(2000))")
-            if let reason = Self.disturbed(run) { return reason }
+        try Self.probing(
+            "playback, stop threshold above the buffer",
+            "playback",
+            stop: "+500",
+            ["move:300", "move:900"]
+        ) {
+            run in
             guard run.cycles.count == 2 else {
                 Issue.record("two cycles expected: \(run.text)")
                 return nil
@@ -222,20 +230,14 @@ struct ALSAXrunTests {
             if run.cycles[0].slept > 550 { return "the 300 ms stall took \(run.cycles[0].slept) ms" }
             #expect(!run.cycles[0].xrun, "\(run.cycles[0]): 200 ms of starvation is within the 500 ms allowed")
             #expect(run.cycles[1].result == "EPIPE", "\(run.cycles[1]): 800 ms is not")
-            #expect(run.counted == 2, "hushd counts both: \(run.counted.map(String.init) ?? "nothing")")
+            #expect(run.counted == 2, "hushd counts both: \(run.counted ?? -1)")
             return nil
         }
     }
 
     @Test("a stop threshold below the buffer stops the stream before the ring is empty")
     func belowTheBuffer() throws {
-        try ALSADeviceTests.requireTools()
-        try ALSADeviceTests.retaking("playback with the stop threshold below the buffer") {
-            let hushd = try HushdProcess()
-            defer { _ = hushd.stop() }
-            let run = try Self.run(hushd, device: "hush:music", "playback", stop: "-40", ["move:300"])
-            #expect(run.done, "the probe: \(run.text.suffix(2000))")
-            if let reason = Self.disturbed(run) { return reason }
+        try Self.probing("playback, stop threshold below the buffer", "playback", stop: "-40", ["move:300"]) { run in
             #expect(run.cycles.first?.result == "EPIPE", "\(run.text)")
             return nil
         }
@@ -243,14 +245,7 @@ struct ALSAXrunTests {
 
     @Test("a pause longer than the buffer is not an underrun (R23: nothing moves)", arguments: ["playback", "capture"])
     func pauseIsNotLate(direction: String) throws {
-        try ALSADeviceTests.requireTools()
-        try ALSADeviceTests.retaking("\(direction) paused for 500 ms") {
-            let hushd = try HushdProcess()
-            defer { _ = hushd.stop() }
-            let device = direction == "playback" ? "hush:music" : "hush:CATEGORY=record"
-            let run = try Self.run(hushd, device: device, direction, ["pause:500", "pause:500"])
-            #expect(run.done, "the probe: \(run.text.suffix(2000))")
-            if let reason = Self.disturbed(run) { return reason }
+        try Self.probing("\(direction) paused for 500 ms", direction, ["pause:500", "pause:500"]) { run in
             for cycle in run.cycles {
                 #expect(!cycle.xrun && cycle.state == "RUNNING", "\(cycle)")
             }
