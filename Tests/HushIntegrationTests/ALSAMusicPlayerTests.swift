@@ -102,6 +102,8 @@ struct ALSAMusicPlayerTests {
             usleep(700_000)
             _ = try ringer.call(#""command":"deactivate","session":\#(ringSession),"notifyOthers":true"#)
             try ALSADeviceTests.wait("mpd released", hushd) { stream()?["state"] as? String == "running" }
+            // The hold was the policy's, not mpd's lateness (R23): no underrun, so mpd was told of none.
+            let underrunsAfterHold = stream()?["underruns"] as? Int ?? -1
             try ALSADeviceTests.wait("the song's end", hushd, seconds: 15) {
                 (try? player.mpc(["status"]))?.output.contains("[playing]") == false
             }
@@ -114,7 +116,10 @@ struct ALSAMusicPlayerTests {
             // came out short. mpd may pad a little; a ringtone's hold must not lose the song's middle.
             return ALSADeviceTests.judge(
                 late: ALSADeviceTests.lateClient(pid: player.process.processIdentifier, log: hushd.logPath),
-                [(heard >= 149 && heard <= 153, "mpd's song in the mix: \(heard * 20) ms of 3000")]
+                [
+                    (heard >= 149 && heard <= 153, "mpd's song in the mix: \(heard * 20) ms of 3000"),
+                    (underrunsAfterHold == 0, "R23: a ringtone's hold is not an underrun: \(underrunsAfterHold)"),
+                ]
             )
         }
     }
