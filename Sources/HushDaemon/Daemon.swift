@@ -256,23 +256,23 @@ package final class Daemon {
     private var reportedDrift: Double?
 
     /// The microphone's clock against the output's, ppm (positive: it runs slow), from the two devices' rates
-    /// measured over the same windows of the system clock (``RateMeter``), averaged over the last
-    /// ``driftWindows`` windows both measured (4 minutes), while hushd matches them (`[capture] clock = "match"`);
-    /// nil until both measured one window. A crystal's drift moves over minutes (with temperature); one window
-    /// alone can be lumpy: snd-aloop, for one, makes a shifted rate as a 4 ms slip every 41 s.
+    /// measured over the same windows of the system clock (``RateMeter``): the median of the last ``driftWindows``
+    /// windows both measured (4 minutes), while hushd matches them (`[capture] clock = "match"`), disturbed windows
+    /// left out (``DriftEstimate``); nil until both measured one window. A crystal's drift moves over minutes (with
+    /// temperature); one window alone can be lumpy: snd-aloop, for one, makes a shifted rate as a 4 ms slip every
+    /// 41 s.
     package var microphoneDriftPPM: Double? {
         noteMeasuredRates()
-        guard !matchedDrifts.isEmpty else { return nil }
-        return matchedDrifts.map(\.drift).reduce(0, +) / Double(matchedDrifts.count)
+        return driftEstimate?.drift
     }
 
-    /// How many windows ``microphoneDriftPPM`` averages now (at most ``driftWindows``).
+    /// How many windows ``microphoneDriftPPM`` is the median of now (at most ``driftWindows``).
     package var microphoneDriftWindows: Int {
         noteMeasuredRates()
-        return matchedDrifts.count
+        return driftEstimate?.count ?? 0
     }
 
-    /// Windows of 30 s the drift is averaged over.
+    /// Windows of 30 s the drift is found over.
     static let driftWindows = 8
 
     /// The output device's real rate over its latest window (``RateMeter``), frames per second; nil until measured.
@@ -286,25 +286,33 @@ package final class Daemon {
         return RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed))?.rate
     }
 
-    /// The drifts of the latest windows both devices measured, and the output's figures by window (the two threads
-    /// publish at their own moments: the output's figure of a window is kept until the microphone's comes).
-    private var matchedDrifts: [(drift: Double, index: Int)] = []
-    private var outputFigures: [(rate: Double, index: Int)] = []
+    /// The drift from both meters' windows, made when the microphone is matched.
+    private var driftEstimate: DriftEstimate?
+    /// Windows left out so far, to say so once per new one.
+    private var reportedRejections = 0
 
     private func noteMeasuredRates() {
         guard let microphone, microphone.clockMatch != nil, let output else { return }
-        if let figure = RateMeter.unpack(output.counters.measuredRate.load(ordering: .relaxed)),
-            outputFigures.last?.index != figure.index
-        {
-            outputFigures.append(figure)
-            if outputFigures.count > 4 { outputFigures.removeFirst() }
+        if driftEstimate == nil {
+            driftEstimate = DriftEstimate(
+                windows: Self.driftWindows,
+                outputNominal: Double(audio.engine.format.sampleRate),
+                microphoneNominal: Double(microphone.granted.sampleRate)
+            )
         }
-        guard let heard = RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed)),
-            matchedDrifts.last?.index != heard.index,
-            let played = outputFigures.last(where: { $0.index == heard.index })
-        else { return }
-        matchedDrifts.append((driftPPM(of: heard.rate, against: played.rate), heard.index))
-        if matchedDrifts.count > Self.driftWindows { matchedDrifts.removeFirst() }
+        if let figure = RateMeter.unpack(output.counters.measuredRate.load(ordering: .relaxed)) {
+            driftEstimate?.output(figure)
+        }
+        if let heard = RateMeter.unpack(microphone.measuredRate.load(ordering: .relaxed)) {
+            driftEstimate?.microphone(heard)
+        }
+        if let rejected = driftEstimate?.rejected, rejected > reportedRejections {
+            reportedRejections = rejected
+            logger.info(
+                "microphone drift: a window of 30 s left out, a device's rate in it more than "
+                    + "\(Int(DriftEstimate.implausiblePPM)) ppm off (\(rejected) so far): the system was too busy to measure"
+            )
+        }
     }
 
     /// Says the microphone's drift against the output's clock once it is found, and again when it moves by 20 ppm.

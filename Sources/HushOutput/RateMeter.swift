@@ -143,3 +143,68 @@ package struct RateMeter: Sendable {
 package func driftPPM(of clock: Double, against reference: Double) -> Double {
     (reference / clock - 1) * 1e6
 }
+
+/// The microphone's drift against the output's clock, from the two ``RateMeter``s' windows: the median over the
+/// latest `windows` windows both measured. The two threads publish at their own moments, so the output's figure of
+/// a window is kept until the microphone's comes.
+///
+/// A window in which either device's rate is off its nominal rate by more than ``implausiblePPM`` is left out: no
+/// crystal is that far off, so something disturbed the window (an emulated machine's timers stalled for most of a
+/// second, a device that stopped without an xrun to say so), and one such window moved a mean by hundreds of ppm
+/// on the virtual board beside a loaded host (hushd said 370 ppm where the devices ran 82 apart). The median then
+/// keeps one lumpy window among the rest from moving the figure much. Pure: the daemon feeds it, tests make it up.
+package struct DriftEstimate: Sendable {
+    /// No real device's rate is this far off its nominal one, ppm.
+    package static let implausiblePPM = 1000.0
+    package let windows: Int
+    let outputNominal: Double
+    let microphoneNominal: Double
+    private var outputFigures: [(rate: Double, index: Int)] = []
+    private var drifts: [(drift: Double, index: Int)] = []
+    private var lastMicrophoneIndex = -1
+    /// Windows left out because a rate was implausible.
+    package private(set) var rejected = 0
+
+    package init(windows: Int, outputNominal: Double, microphoneNominal: Double) {
+        self.windows = max(windows, 1)
+        self.outputNominal = outputNominal
+        self.microphoneNominal = microphoneNominal
+    }
+
+    /// The output meter's latest figure (the same figure again changes nothing).
+    package mutating func output(_ figure: (rate: Double, index: Int)) {
+        guard outputFigures.last?.index != figure.index else { return }
+        outputFigures.append(figure)
+        if outputFigures.count > 4 { outputFigures.removeFirst() }
+    }
+
+    /// The microphone meter's latest figure: with the output's of the same window, one more drift (or a window
+    /// left out).
+    package mutating func microphone(_ figure: (rate: Double, index: Int)) {
+        guard figure.index != lastMicrophoneIndex,
+            let played = outputFigures.last(where: { $0.index == figure.index })
+        else { return }
+        lastMicrophoneIndex = figure.index
+        guard abs(driftPPM(of: figure.rate, against: microphoneNominal)) <= Self.implausiblePPM,
+            abs(driftPPM(of: played.rate, against: outputNominal)) <= Self.implausiblePPM
+        else {
+            rejected += 1
+            return
+        }
+        // Each against its nominal rate: a microphone opened at 16 kHz beside a 48 kHz output drifts by the ratio.
+        let drift = driftPPM(of: figure.rate / microphoneNominal, against: played.rate / outputNominal)
+        drifts.append((drift, figure.index))
+        if drifts.count > windows { drifts.removeFirst() }
+    }
+
+    /// The median drift, ppm (positive: the microphone runs slow); nil before a window.
+    package var drift: Double? {
+        guard !drifts.isEmpty else { return nil }
+        let sorted = drifts.map(\.drift).sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// How many windows ``drift`` is the median of.
+    package var count: Int { drifts.count }
+}

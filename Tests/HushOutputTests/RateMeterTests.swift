@@ -159,3 +159,54 @@ struct RateMeterTests {
         #expect(abs(driftPPM(of: 47995.2, against: 48000) - 100) < 0.02)
     }
 }
+
+/// The drift hushd says from the two meters' windows (``DriftEstimate``).
+@Suite("The microphone's drift from both meters' windows")
+struct DriftEstimateTests {
+    /// A microphone `ppm` slow against an output at exactly 16 kHz, in window `index`.
+    static func feed(_ estimate: inout DriftEstimate, index: Int, ppm: Double, output: Double = 16000) {
+        estimate.output((output, index))
+        estimate.microphone((16000 * (1 - ppm / 1e6), index))
+    }
+
+    @Test("the median of the latest windows: one lumpy window among eight moves it little")
+    func median() {
+        var estimate = DriftEstimate(windows: 8, outputNominal: 16000, microphoneNominal: 16000)
+        #expect(estimate.drift == nil)
+        for (index, ppm) in [100.0, 98, 102, 99, 101, 100, 400, 100].enumerated() {
+            Self.feed(&estimate, index: index, ppm: ppm)
+        }
+        let drift = estimate.drift ?? 0
+        #expect(estimate.count == 8 && abs(drift - 100) < 1, "median \(drift); a mean would be 137.5")
+        // The oldest windows leave as new ones come.
+        for index in 8..<16 { Self.feed(&estimate, index: index, ppm: -50) }
+        #expect(estimate.count == 8 && abs((estimate.drift ?? 0) + 50) < 0.5)
+    }
+
+    @Test("a window with a rate more than 1000 ppm off its nominal one is left out and counted")
+    func implausible() {
+        var estimate = DriftEstimate(windows: 8, outputNominal: 16000, microphoneNominal: 16000)
+        Self.feed(&estimate, index: 0, ppm: 80)
+        // The emulated machine stalled: the output measured 820 ppm slow, the microphone 1300 fast.
+        Self.feed(&estimate, index: 1, ppm: -1300, output: 15986.9)
+        Self.feed(&estimate, index: 2, ppm: 82, output: 15986.9 - 10)
+        Self.feed(&estimate, index: 3, ppm: 84)
+        #expect(estimate.rejected == 2)
+        #expect(estimate.count == 2 && abs((estimate.drift ?? 0) - 82) < 0.5)
+    }
+
+    @Test("a drift needs both meters' figures of the same window; a figure said twice counts once")
+    func matching() {
+        var estimate = DriftEstimate(windows: 8, outputNominal: 48000, microphoneNominal: 16000)
+        estimate.microphone((15998.4, 5))
+        #expect(estimate.count == 0, "the output has not measured window 5")
+        estimate.output((48000, 4))
+        estimate.microphone((15998.4, 5))
+        #expect(estimate.count == 0)
+        estimate.output((48000, 5))
+        estimate.microphone((15998.4, 5))
+        estimate.microphone((15998.4, 5))
+        #expect(estimate.count == 1)
+        #expect(abs((estimate.drift ?? 0) - 100) < 0.1, "each rate against its own nominal one: 100 ppm slow")
+    }
+}
