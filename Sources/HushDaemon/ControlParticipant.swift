@@ -29,7 +29,10 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
 
     /// The control socket as `configuration` says, listening: clients that connect before hushd is ready wait in
     /// its backlog and are answered by the whole daemon once it is.
-    static func listen(_ configuration: HushdConfiguration.Control, logger: Logger) throws(HardwareError) -> ControlServer {
+    static func listen(
+        _ configuration: HushdConfiguration.Control,
+        logger: Logger
+    ) throws(HardwareError) -> ControlServer {
         try ControlServer(
             path: configuration.socket,
             mode: mode_t(configuration.mode),

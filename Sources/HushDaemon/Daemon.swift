@@ -308,10 +308,10 @@ package final class Daemon {
         }
         if let rejected = driftEstimate?.rejected, rejected > reportedRejections {
             reportedRejections = rejected
-            logger.info(
+            let text =
                 "microphone drift: a window of 30 s left out, a device's rate in it more than "
-                    + "\(Int(DriftEstimate.implausiblePPM)) ppm off (\(rejected) so far): the system was too busy to measure"
-            )
+                + "\(Int(DriftEstimate.implausiblePPM)) ppm off (\(rejected) so far): the system was too busy to measure"
+            logger.info("\(text)")
         }
     }
 

@@ -464,20 +464,36 @@ let playbackChecks: [Check] = [
             let counted = endLine.flatMap { line in line.firstMatch(of: /; (\d+) underrun/).flatMap { Int($0.1) } }
             let recovered = log.contains("prepared again after") && log.contains("[R23 late-application]")
             let samples = take.recordings[0].samples
-            let levels = windowLevels(Double(effect), samples, rate: 48000, from: 0, to: Double(samples.count) / 48000, window: 0.02)
+            let levels = windowLevels(
+                Double(effect),
+                samples,
+                rate: 48000,
+                from: 0,
+                to: Double(samples.count) / 48000,
+                window: 0.02
+            )
             let heard = levels.filter { $0 > -60 }.count
             var judged = Judged(disturbances: take.disturbances)
             judged.report = [
-                "  aplay starved twice: it printed underrun!!! \(printed) times, hushd counted \(counted.map(String.init) ?? "?"); "
-                    + "\(heard * 20) ms of the 1500 ms of tone heard; hushd logged the recovery: \(recovered)"
+                "  aplay starved twice: it printed underrun!!! \(printed) times, hushd counted "
+                    + "\(counted.map(String.init) ?? "?"); \(heard * 20) ms of the 1500 ms of tone heard; hushd logged the recovery: \(recovered)"
             ]
             // More than the two stalls: the emulated machine held aplay off as well (it is told each time too).
-            if printed > 2 { judged.disturbances.append("aplay fell behind \(printed - 2) more times than its pipe made it") }
+            if printed > 2 {
+                judged.disturbances.append("aplay fell behind \(printed - 2) more times than its pipe made it")
+            }
             judged.expect(ended.status == 0, "aplay recovers and ends well: \(shell.outcome)")
-            judged.expect(printed == counted, "R23: aplay is told of each underrun hushd counts: \(printed) against \(counted ?? -1)")
+            judged.expect(
+                printed == counted,
+                "R23: aplay is told of each underrun hushd counts: \(printed) against \(counted ?? -1)"
+            )
             judged.expect(printed >= 2, "R23: each stall is an underrun aplay is told of: \(printed)")
             judged.expect(recovered, "hushd logs that aplay recovered")
-            judged.expect(abs(heard - 75) <= 3, "every frame is played after the recoveries: \(heard * 20) ms of 1500", stall: true)
+            judged.expect(
+                abs(heard - 75) <= 3,
+                "every frame is played after the recoveries: \(heard * 20) ms of 1500",
+                stall: true
+            )
             return judged
         }
     },
