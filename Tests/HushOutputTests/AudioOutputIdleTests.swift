@@ -31,12 +31,39 @@ struct AudioOutputIdleTests {
         /// Every sample of the first 8 writes after the first resume.
         let afterWake = KeptWrites(capacity: 8, perWrite: 240 * 2)
 
+        /// When each of the first writes returned (CLOCK_MONOTONIC), as the rate meter sees them.
+        let returned = UnsafeMutablePointer<Int>.allocate(capacity: 4096)
+        let returnedCount = Atomic<Int>(0)
+
+        deinit { returned.deallocate() }
+
         func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult {
             if writerTID.load(ordering: .relaxed) == 0 { writerTID.store(Self.threadID(), ordering: .relaxed) }
             if resumes.load(ordering: .relaxed) > 0 { afterWake.keep(buffer) }
             writes.add(1, ordering: .releasing)
             usleep(useconds_t(frames * 1_000_000 / granted.sampleRate))
+            let count = returnedCount.load(ordering: .relaxed)
+            if count < 4096 {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                returned[count] = now.tv_sec * 1_000_000_000 + now.tv_nsec
+                returnedCount.store(count + 1, ordering: .releasing)
+            }
             return .written
+        }
+
+        /// The frames a second the writes made in window `index` of `seconds` (by when they returned, from the
+        /// first to the last there), and the longest wait between two of them, nanoseconds.
+        func paced(window index: Int, seconds: Int) -> (rate: Double, longestGap: Int) {
+            let count = returnedCount.load(ordering: .acquiring)
+            let start = index * seconds * 1_000_000_000
+            let end = start + seconds * 1_000_000_000
+            let inside = (0..<count).map { returned[$0] }.filter { $0 >= start && $0 < end }
+            let gaps = zip(inside, inside.dropFirst()).map { $1 - $0 }
+            // From the window's first write to its last: the stretch the meter's line runs through.
+            guard let first = inside.first, let last = inside.last, last > first else { return (0, end - start) }
+            let rate = Double((inside.count - 1) * granted.periodFrames) / (Double(last - first) / 1e9)
+            return (rate, gaps.max() ?? end - start)
         }
 
         /// This thread's kernel id, from /proc/thread-self ("PID/task/TID").
@@ -208,11 +235,36 @@ struct AudioOutputIdleTests {
         thread.rateWindow = 1
         try thread.start()
         defer { thread.stop() }
-        // 5 ms periods slept one by one: a little under 48 kHz, never over.
-        #expect(Self.wait(thread) { thread.counters.measuredRate.load(ordering: .relaxed) != 0 })
-        let rate = RateMeter.unpack(thread.counters.measuredRate.load(ordering: .relaxed))?.rate ?? 0
-        print("an idle-capable output quiet beside a recorder: measured \(rate) Hz for a device paced at 48000")
-        #expect(rate > 40000 && rate <= 48000 * 1.001, "\(rate)")
+        // 5 ms periods slept one by one: a little under 48 kHz, never over — how much under is the machine's (a busy
+        // one oversleeps), so the figure is held to what the writes did in its window. A window in which the thread
+        // was held off for 50 ms or more is a busy machine's: the next one is taken.
+        var judged: [String] = []
+        var seen = -1
+        for _ in 1...5 {
+            #expect(
+                Self.wait(thread) {
+                    (RateMeter.unpack(thread.counters.measuredRate.load(ordering: .relaxed))?.index ?? -1) > seen
+                }
+            )
+            guard let (rate, index) = RateMeter.unpack(thread.counters.measuredRate.load(ordering: .relaxed)) else {
+                break
+            }
+            seen = index
+            let paced = output.paced(window: index, seconds: 1)
+            print(
+                "an idle-capable output quiet beside a recorder: measured \(rate) Hz; its writes made \(paced.rate) "
+                    + "in that second, at most \(paced.longestGap / 1_000_000) ms apart (a device paced at 48000)"
+            )
+            guard paced.longestGap < 50_000_000 else {
+                judged.append("window \(index): writes \(paced.longestGap / 1_000_000) ms apart")
+                continue
+            }
+            #expect(rate <= 48000 * 1.001, "\(rate): a device slept into is never fast")
+            #expect(abs(rate - paced.rate) <= 0.05 * paced.rate, "\(rate) against the writes' \(paced.rate)")
+            judged = []
+            break
+        }
+        if !judged.isEmpty { Issue.record("the machine was too busy to measure in 5 windows: \(judged)") }
         #expect(output.halts.load(ordering: .relaxed) == 0)
         withExtendedLifetime(wanting) {}
     }
