@@ -393,8 +393,7 @@ final class StreamHub {
                 let started = rules.stream(entry.id)?.started ?? false
                 capture.voice.store(voice, ordering: .relaxed)
                 capture.allowed.store(view.hearsMicrophone, ordering: .relaxed)
-                // A stream its application paused receives nothing, as a paused device captures nothing (R19).
-                capture.running.store(started && view.state.value != .paused, ordering: .relaxed)
+                capture.running.store(view.receivesFrames, ordering: .relaxed)
                 if voice && started && view.hearsMicrophone { voiceStreams.append(entry) }
             }
         }

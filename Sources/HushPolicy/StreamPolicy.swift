@@ -144,6 +144,10 @@ public struct StreamPolicy: Sendable {
         /// Whether an application that falls behind is late (R23): its empty playback ring is an underrun, its full
         /// capture ring an overrun, each counted and told to it as ALSA tells it (XRUN).
         public var judged: Ruling<Bool>
+        /// Capture: whether hushd hands it frames at the real rate (the microphone's or silence, R20): the
+        /// application started it and has not paused it — a paused device captures nothing (R19). False for
+        /// playback.
+        public var receivesFrames: Bool = false
 
         /// Whether hushd consumes (or delivers) its frames at the real rate.
         public var moves: Bool { state.value == .running }
@@ -381,7 +385,8 @@ public struct StreamPolicy: Sendable {
             silenced: silenced,
             microphone: microphone,
             processing: processing,
-            judged: judged(state.value, direction: stream.direction)
+            judged: judged(state.value, direction: stream.direction),
+            receivesFrames: stream.direction == .capture && stream.started && state.value != .paused
         )
     }
 

@@ -391,15 +391,17 @@ struct R23LateApplication {
         #expect(board.streamView(1)?.judged.value == false)
         board.stream(1, .start)
         #expect(board.streamView(1)?.judged.value == true)
+        #expect(board.streamView(1)?.receivesFrames == true)
         board.stream(1, .pause)
         #expect(board.streamView(1)?.judged.value == false, "paused: nothing moves, as on a paused device")
+        #expect(board.streamView(1)?.receivesFrames == false, "a paused capture stream is handed no frames (R19)")
         board.stream(1, .resume)
         #expect(board.streamView(1)?.judged.value == true)
         board.activate(9, .ringer, .soloAmbient, client: 90)
         board.play(9)
         let held = try #require(board.streamView(1))
         #expect(held.state.value == .held && held.judged.value && held.judged.rule == .r23)
-        #expect(!held.hearsMicrophone)
+        #expect(!held.hearsMicrophone && held.receivesFrames, "held, it receives silence at the real rate (R20)")
     }
 
     @Test("a closed stream is not judged")
