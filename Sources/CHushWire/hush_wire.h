@@ -138,7 +138,8 @@ struct hush_wire_header {
     uint64_t underrun_frames;     /* playback: frames hushd wanted and the ring did not have (while running) */
     uint64_t overrun_frames;      /* capture: frames dropped because the client did not read them */
     uint32_t delay_frames;        /* playback: frames from server_frames to the speaker (converter, mixer, device) */
-    uint8_t reserved2[12];
+    uint32_t current_period_frames; /* hushd's period in force at the stream's rate, rounded up (R24); 0: period_frames */
+    uint8_t reserved2[8];
 
     /* Writer: hushd's control thread only, when the policy's decisions about the stream change. */
     uint32_t server_state;  /* enum hush_wire_state */
@@ -160,6 +161,7 @@ _Static_assert(offsetof(struct hush_wire_header, server_time_ns) == 152, "hush_w
 _Static_assert(offsetof(struct hush_wire_header, underrun_frames) == 160, "hush_wire_header layout");
 _Static_assert(offsetof(struct hush_wire_header, overrun_frames) == 168, "hush_wire_header layout");
 _Static_assert(offsetof(struct hush_wire_header, delay_frames) == 176, "hush_wire_header layout");
+_Static_assert(offsetof(struct hush_wire_header, current_period_frames) == 180, "hush_wire_header layout");
 _Static_assert(offsetof(struct hush_wire_header, server_state) == 192, "the control thread's line starts a cache line");
 _Static_assert(offsetof(struct hush_wire_header, control_flags) == 196, "hush_wire_header layout");
 _Static_assert(sizeof(struct hush_wire_header) == 256, "hush_wire_header is four cache lines");
@@ -208,6 +210,7 @@ struct hush_wire_snapshot {
     uint64_t overrun_frames;
     uint32_t delay_frames;
     uint32_t audio_flags;
+    uint32_t current_period_frames;
 };
 
 /*
@@ -227,6 +230,7 @@ static inline uint32_t hush_wire_publish(struct hush_wire_header *header, uint32
     __atomic_store_n(&header->underrun_frames, snapshot->underrun_frames, __ATOMIC_RELEASE);
     __atomic_store_n(&header->overrun_frames, snapshot->overrun_frames, __ATOMIC_RELEASE);
     __atomic_store_n(&header->delay_frames, snapshot->delay_frames, __ATOMIC_RELEASE);
+    __atomic_store_n(&header->current_period_frames, snapshot->current_period_frames, __ATOMIC_RELEASE);
     __atomic_store_n(&header->sequence, sequence + 2, __ATOMIC_RELEASE);
     return sequence + 2;
 }
@@ -246,6 +250,7 @@ static inline int hush_wire_read_snapshot(const struct hush_wire_header *header,
         snapshot->underrun_frames = __atomic_load_n(&header->underrun_frames, __ATOMIC_ACQUIRE);
         snapshot->overrun_frames = __atomic_load_n(&header->overrun_frames, __ATOMIC_ACQUIRE);
         snapshot->delay_frames = __atomic_load_n(&header->delay_frames, __ATOMIC_ACQUIRE);
+        snapshot->current_period_frames = __atomic_load_n(&header->current_period_frames, __ATOMIC_ACQUIRE);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         uint32_t after = __atomic_load_n(&header->sequence, __ATOMIC_RELAXED);
         if (before == after && (before & 1u) == 0) return 1;

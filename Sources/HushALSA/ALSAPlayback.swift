@@ -12,8 +12,15 @@ public struct PlaybackConfiguration: Hashable, Sendable {
     package var sampleRate: Int
     package var channels: Int
     package var format: SampleFormat
+    /// The device's period: the shortest the audio thread writes (R24's floor), and its wake-up granularity.
     package var periodFrames: Int
+    /// The queue while the period is the shortest, in periods: the thread wakes when `periods − 1` are left.
     package var periods: Int
+    /// The longest period the audio thread may write at once (R24's ceiling), `periodFrames` × 2ⁿ; equal to
+    /// `periodFrames` for a fixed period. Granted: what the device's buffer has room for.
+    package var maxPeriodFrames: Int
+    /// The device's buffer. Granted: what the device gave; asked: computed from the rest.
+    package var bufferFrames: Int
 
     package init(
         pcm: String = "default",
@@ -21,7 +28,8 @@ public struct PlaybackConfiguration: Hashable, Sendable {
         channels: Int = 2,
         format: SampleFormat = .s16LE,
         periodFrames: Int = 64,
-        periods: Int = 3
+        periods: Int = 3,
+        maxPeriodFrames: Int? = nil
     ) {
         self.pcm = pcm
         self.sampleRate = sampleRate
@@ -29,10 +37,32 @@ public struct PlaybackConfiguration: Hashable, Sendable {
         self.format = format
         self.periodFrames = periodFrames
         self.periods = periods
+        self.maxPeriodFrames = max(periodFrames, maxPeriodFrames ?? periodFrames)
+        bufferFrames = 0
+        bufferFrames = queueFrames(forPeriod: self.maxPeriodFrames)
     }
 
+    /// Whether the period can grow beyond `periodFrames` (R24).
+    package var adaptive: Bool { maxPeriodFrames > periodFrames }
+
+    /// How far the queue drains before the audio thread mixes and writes a period of `frames`: `periods − 1`
+    /// device periods, as with a fixed period, and a quarter of what a longer period adds on top, rounded up to
+    /// whole device periods — mixing a long period takes longer, and must be over before the queue runs out.
+    package func wakeLevel(forPeriod frames: Int) -> Int {
+        let margin = max(1, periods - 1) * periodFrames
+        let extra = max(0, frames - periodFrames)
+        let quarter = (extra / 4 + periodFrames - 1) / periodFrames * periodFrames
+        return margin + quarter
+    }
+
+    /// The most frames queued while periods of `frames` are written: the wake level and the period on top. Also
+    /// how far behind the mix the speaker is at the moment a period is written (a stream's delay).
+    package func queueFrames(forPeriod frames: Int) -> Int { wakeLevel(forPeriod: frames) + frames }
+
     package var description: String {
-        "\(pcm): \(sampleRate) Hz, \(channels) ch, \(format), \(periodFrames)-frame periods × \(periods)"
+        let ceiling = adaptive ? ", up to \(maxPeriodFrames)" : ""
+        return
+            "\(pcm): \(sampleRate) Hz, \(channels) ch, \(format), \(periodFrames)-frame periods × \(periods)\(ceiling)"
     }
 }
 
@@ -44,6 +74,9 @@ package final class ALSAPlayback {
     package let granted: PlaybackConfiguration
     package let requested: PlaybackConfiguration
     private var pcm: OpaquePointer?
+    /// The device's software parameters, made at open so that changing the wake level (``setPeriod(_:)``) on the
+    /// audio thread allocates nothing.
+    private var softwareParameters: OpaquePointer?
 
     /// Opens `configuration.pcm` and negotiates the nearest setup the device accepts.
     package init(_ configuration: PlaybackConfiguration) throws(HardwareError) {
@@ -51,6 +84,8 @@ package final class ALSAPlayback {
         let (handle, granted) = try Self.open(configuration, capture: false)
         pcm = handle
         self.granted = granted
+        snd_pcm_sw_params_malloc(&softwareParameters)
+        if let softwareParameters { snd_pcm_sw_params_current(handle, softwareParameters) }
         let result = snd_pcm_prepare(handle)
         guard result == 0 else {
             // Fully initialised: deinit closes the device.
@@ -63,7 +98,10 @@ package final class ALSAPlayback {
         }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        if let softwareParameters { snd_pcm_sw_params_free(softwareParameters) }
+    }
 
     /// Closes the device now, whoever still holds this object: a removed card (an unbound driver, an unplugged USB
     /// DAC) is freed by the kernel only when its last handle closes, and only then can it come back. Later writes
@@ -77,7 +115,8 @@ package final class ALSAPlayback {
     /// "asked 48000 Hz, 2 ch, S16_LE, 64×3; granted 48000 Hz, 2 ch, S16_LE, 64×3" — for the log.
     package var describeGrant: String {
         func short(_ c: PlaybackConfiguration) -> String {
-            "\(c.sampleRate) Hz, \(c.channels) ch, \(c.format), \(c.periodFrames)×\(c.periods)"
+            let ceiling = c.adaptive ? " up to \(c.maxPeriodFrames) in \(c.bufferFrames)" : ""
+            return "\(c.sampleRate) Hz, \(c.channels) ch, \(c.format), \(c.periodFrames)×\(c.periods)\(ceiling)"
         }
         return "asked \(short(requested)); granted \(short(granted))"
     }
@@ -104,6 +143,37 @@ package final class ALSAPlayback {
             return recovered == -ENODEV ? .gone : .failed(recovered)
         }
         return .written
+    }
+
+    /// Makes ``waitForRoom()`` return when the queue has drained to the wake level of periods of `frames`
+    /// (``PlaybackConfiguration/wakeLevel(forPeriod:)``): the device's wake-up point (`avail_min`), set with the
+    /// parameters made at open. Audio thread, when the period in force changes.
+    package func setPeriod(_ frames: Int) -> PCMWriteResult {
+        guard let pcm else { return .gone }
+        guard granted.adaptive, let softwareParameters else { return .written }
+        let room = granted.bufferFrames - granted.wakeLevel(forPeriod: frames)
+        snd_pcm_sw_params_set_avail_min(pcm, softwareParameters, snd_pcm_uframes_t(max(room, granted.periodFrames)))
+        let result = snd_pcm_sw_params(pcm, softwareParameters)
+        if result == 0 { return .written }
+        return result == -ENODEV || result == -EBADFD || result == -ENXIO ? .gone : .failed(result)
+    }
+
+    /// Waits until the queue has drained to the wake level (``setPeriod(_:)``): the device paces the audio thread
+    /// here, before it mixes, when the period can grow (a write would not block in a buffer with room for the
+    /// longest period). A device with a fixed period paces in ``write(_:frames:)``, as it always has. An underrun
+    /// or a suspend found here is recovered like one found by a write.
+    package func waitForRoom() -> PCMWriteResult {
+        guard let pcm else { return .gone }
+        guard granted.adaptive else { return .written }
+        while true {
+            let result = snd_pcm_wait(pcm, 1000)
+            if result >= 0 { return .written }
+            if result == -EINTR { continue }
+            if result == -ENODEV || result == -EBADFD || result == -ENXIO { return .gone }
+            let recovered = snd_pcm_recover(pcm, result, 1)
+            if recovered == 0 { return .recovered }
+            return recovered == -ENODEV ? .gone : .failed(recovered)
+        }
     }
 
     /// Stops the device at once, dropping what is queued, and keeps it open (the card stays hushd's, its setup
@@ -229,10 +299,32 @@ package final class ALSAPlayback {
         var period = snd_pcm_uframes_t(asked.periodFrames)
         try check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &direction), "period size")
         granted.periodFrames = Int(period)
-        var periods = UInt32(asked.periods)
-        try check(snd_pcm_hw_params_set_periods_near(pcm, hw, &periods, &direction), "period count")
-        granted.periods = Int(periods)
-        try check(snd_pcm_hw_params(pcm, hw), "the negotiated parameters")
+        if asked.adaptive && !capture {
+            // Room for the longest period and the wake level it needs (R24), at the device's own period.
+            granted.maxPeriodFrames = max(
+                granted.periodFrames,
+                asked.maxPeriodFrames / asked.periodFrames * granted.periodFrames
+            )
+            var buffer = snd_pcm_uframes_t(granted.queueFrames(forPeriod: granted.maxPeriodFrames))
+            try check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "buffer size")
+            try check(snd_pcm_hw_params(pcm, hw), "the negotiated parameters")
+            granted.bufferFrames = Int(buffer)
+            // The longest period that still fits what the device gave.
+            var ceiling = granted.periodFrames
+            while ceiling * 2 <= granted.maxPeriodFrames
+                && granted.queueFrames(forPeriod: ceiling * 2) <= granted.bufferFrames
+            {
+                ceiling *= 2
+            }
+            granted.maxPeriodFrames = ceiling
+        } else {
+            var periods = UInt32(asked.periods)
+            try check(snd_pcm_hw_params_set_periods_near(pcm, hw, &periods, &direction), "period count")
+            granted.periods = Int(periods)
+            try check(snd_pcm_hw_params(pcm, hw), "the negotiated parameters")
+            granted.maxPeriodFrames = granted.periodFrames
+            granted.bufferFrames = granted.periodFrames * granted.periods
+        }
 
         var sw: OpaquePointer?
         snd_pcm_sw_params_malloc(&sw)
@@ -246,10 +338,17 @@ package final class ALSAPlayback {
             )
         }
         try check(snd_pcm_sw_params_current(pcm, sw), "software parameters")
-        // Playback starts once a full buffer is queued; capture at the first read. Wake whenever a period is ready.
+        // Playback starts once the shortest period's queue is there (a full buffer, for a fixed period); capture at
+        // the first read. Wake when the queue is down to the shortest period's wake level (for a fixed period:
+        // whenever a period is free).
         let threshold = capture ? 1 : granted.periodFrames * granted.periods
         try check(snd_pcm_sw_params_set_start_threshold(pcm, sw, snd_pcm_uframes_t(threshold)), "start threshold")
-        try check(snd_pcm_sw_params_set_avail_min(pcm, sw, snd_pcm_uframes_t(granted.periodFrames)), "wake-up point")
+        let room =
+            capture ? granted.periodFrames : granted.bufferFrames - granted.wakeLevel(forPeriod: granted.periodFrames)
+        try check(
+            snd_pcm_sw_params_set_avail_min(pcm, sw, snd_pcm_uframes_t(max(room, granted.periodFrames))),
+            "wake-up point"
+        )
         try check(snd_pcm_sw_params(pcm, sw), "software parameters")
         return granted
     }

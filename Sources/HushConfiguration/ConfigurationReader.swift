@@ -20,7 +20,8 @@ final class ConfigurationReader {
     static let sections: [String: [String]] = [
         "board": ["name", "description"],
         "output": [
-            "pcm", "rate", "channels", "format", "period_frames", "periods", "realtime_priority", "fallback_wav",
+            "pcm", "rate", "channels", "format", "period_frames", "periods", "max_period_frames", "realtime_priority",
+            "fallback_wav",
             "idle_seconds", "keep_warm",
         ],
         "routes": [],
@@ -348,6 +349,7 @@ final class ConfigurationReader {
         }
         if let frames = integer(table, "period_frames", 16...8192) { output.periodFrames = frames }
         if let periods = integer(table, "periods", 2...16) { output.periods = periods }
+        if let frames = integer(table, "max_period_frames", 16...16384) { output.maxPeriodFrames = frames }
         if let priority = integer(
             table,
             "realtime_priority",

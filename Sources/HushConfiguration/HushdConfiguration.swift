@@ -87,6 +87,21 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var periodFrames = 64
         /// `periods`: periods in the device buffer.
         public var periods = 3
+        /// `max_period_frames`: the longest period hushd mixes at once when nothing needs a short one (R24); nil
+        /// for ``defaultMaxPeriodFrames``. Rounded down to `period_frames` × 2ⁿ; `period_frames` fixes the period.
+        public var maxPeriodFrames: Int?
+        /// 1024 frames (21 ms at 48 kHz): a music player alone wakes hushd 47 times a second instead of 750 (at
+        /// 64-frame periods), and the first sound after a long stretch waits behind at most about 29 ms.
+        public static let defaultMaxPeriodFrames = 1024
+
+        /// The ceiling in force: `max_period_frames` (or its default) rounded down to `period_frames` × 2ⁿ, never
+        /// below `period_frames`.
+        public var periodCeiling: Int {
+            let limit = maxPeriodFrames ?? Self.defaultMaxPeriodFrames
+            var ceiling = max(1, periodFrames)
+            while ceiling * 2 <= limit { ceiling *= 2 }
+            return ceiling
+        }
         /// `realtime_priority`: SCHED_FIFO priority of the audio thread, 0 for normal scheduling.
         public var realtimePriority: Int32 = 70
         /// `fallback_wav`: where sound goes when the PCM does not open at start; nil ("") starts without sound and
@@ -112,7 +127,8 @@ public struct HushdConfiguration: Sendable, Equatable {
                 channels: channels,
                 format: format,
                 periodFrames: periodFrames,
-                periods: periods
+                periods: periods,
+                maxPeriodFrames: periodCeiling
             )
         }
     }

@@ -2,7 +2,7 @@
 /// in the logs, in docs/policy.md and in the test that proves the rule.
 ///
 /// R1–R16 are the rules of sessions, R17–R20 and R23 those of applications' streams through the `hush` ALSA device,
-/// R21 and R22 those of the microphone;
+/// R21 and R22 those of the microphone, R24 that of the output's period;
 /// M1–M9 decide what happens where two rules meet.
 public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     case r1 = "R1"
@@ -37,6 +37,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r23 = "R23"
     case r21 = "R21"
     case r22 = "R22"
+    case r24 = "R24"
 
     /// A short name for logs: "R1 silence-switch".
     public var title: String {
@@ -64,6 +65,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r21: "microphone-privacy"
         case .r22: "capture-mode"
         case .r23: "late-application"
+        case .r24: "output-period"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

@@ -76,6 +76,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             microphoneChanged: microphoneChanged
         )
         server.handler = self
+        daemon.streamPeriodNeeds = { [unowned self] in streams.periodNeeds }
         daemon.streamSummary = { [unowned self] in
             (streams.entries.count, streams.microphoneHolders.map { "\($0.id) (\($0.name), pid \($0.peer.pid))" })
         }
@@ -400,7 +401,18 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                     )
                 },
                 idle: counters.idle,
-                measuredRate: daemon.outputMeasuredRate
+                measuredRate: daemon.outputMeasuredRate,
+                period: daemon.periodRuling.map { ruling in
+                    let period = daemon.router.period
+                    return .init(
+                        frames: period.frames,
+                        ruled: ruling.value,
+                        floor: granted.periodFrames,
+                        ceiling: period.ceiling,
+                        rule: ruling.rule,
+                        reason: ruling.reason
+                    )
+                }
             ),
             clients: server.clients.count,
             streams: streams.entries.values.sorted { $0.id < $1.id }.map(streamStatus),

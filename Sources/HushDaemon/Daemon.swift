@@ -76,6 +76,13 @@ package final class Daemon {
     package private(set) var captureRouter: CaptureRouter
     /// The microphone, when `[capture] pcm` is set and opened.
     package private(set) var microphone: CaptureFeeder?
+    /// The open streams as R24 weighs them (set by the control socket's participant, which holds the streams).
+    package var streamPeriodNeeds: () -> [OutputPeriod.Stream] = { [] }
+    /// R24's ruling in force, nil until the first.
+    package private(set) var periodRuling: Ruling<Int>?
+    /// The pace streams read while there is no audio thread (it has none to give).
+    let idlePace = OutputPace()
+
     /// Applications' streams and who hears the microphone, for the console (set by the control socket's
     /// participant, which holds the streams).
     package var streamSummary: () -> (streams: Int, microphone: [String]) = { (0, []) }
@@ -130,7 +137,8 @@ package final class Daemon {
             format: MixerFormat(
                 sampleRate: setup.output.sampleRate,
                 channels: setup.output.channels,
-                maxFrames: max(setup.output.periodFrames, 64)
+                // The longest period R24 may choose.
+                maxFrames: max(setup.output.maxPeriodFrames, 64)
             ),
             soundDirectories: setup.soundDirectories
         )
@@ -140,6 +148,8 @@ package final class Daemon {
             sampleRate: setup.output.sampleRate
         )
         audio.onDecisions = { [unowned self] made, cause, time in announce(made, cause: cause, at: time) }
+        // R24 before the engine hears of a session's sound: its first frame is mixed in the period it needs.
+        audio.beforeCommands = { [unowned self] in refreshPeriod() }
         audio.onFinished = { [unowned self] session in for sink in finishedSinks { sink(session) } }
     }
 
@@ -240,14 +250,14 @@ package final class Daemon {
     }
 
     /// The delay between a period's mix and the microphone frames read in the same period that hold its echo, ms:
-    /// the output device's queue, then the microphone's device period and the router's cushion (two periods and a
+    /// the output device's queue ahead of the mix (``AudioOutputThread/mixDelayFrames``), then the microphone's device period and the router's cushion (two periods and a
     /// half on average: a period's phase against the microphone's). Not the ring's level at the moment asked: a
     /// late audio thread's backlog (handed on at once, `CaptureRouter`) is not an echo's delay — the virtual board
     /// saw 304 ms passed for a path that had moved by 40.
     package var voiceDelayMilliseconds: Int {
         let rate = Double(audio.engine.format.sampleRate)
         let period = Double(setup.output.periodFrames)
-        let output = Double(outputQueuedFrames) / rate * 1000
+        let output = Double(self.output?.mixDelayFrames ?? 0) / rate * 1000
         let capture = (period + (Double(CaptureRouter.cushionPeriods) + 0.5) * period) / rate * 1000
         return Int((output + capture).rounded())
     }
@@ -373,6 +383,28 @@ package final class Daemon {
         captureRouter.voicePath?.stop()
         router.stop()
         microphone?.stop()
+    }
+
+    // MARK: The output's period (R24)
+
+    /// Rules the period every active session and open stream can live with (R24) and hands it to the audio thread,
+    /// which mixes it from its next period on. Called before the decisions that changed the sessions are carried
+    /// out, and when a stream opens or closes: before any frame of theirs is mixed. Logs each change of period.
+    package func refreshPeriod() {
+        let granted = output?.granted ?? setup.output
+        let ruling = OutputPeriod.ruling(
+            floor: granted.periodFrames,
+            ceiling: granted.maxPeriodFrames,
+            sessions: audio.policy.sessions,
+            streams: streamPeriodNeeds()
+        )
+        guard ruling != periodRuling else { return }
+        let changed = ruling.value != periodRuling?.value
+        periodRuling = ruling
+        router.setPeriod(ruling.value)
+        guard changed else { return }
+        let milliseconds = DecimalText.fixed(Double(ruling.value) * 1000 / Double(granted.sampleRate), places: 1)
+        logger.info("output period \(ruling.value) frames (\(milliseconds) ms): \(ruling.reason) [\(ruling.rule)]")
     }
 
     // MARK: Events

@@ -17,10 +17,12 @@ import Glibc
 protocol StreamHost: AnyObject {
     var policy: AudioPolicy { get }
     var mixerFormat: MixerFormat { get }
-    /// The output's period, when there is an output.
+    /// The output's longest period (R24's ceiling), when there is an output.
     var outputPeriodFrames: Int? { get }
-    /// Frames queued in the output device now (a playback stream's delay counts them).
-    var outputQueuedFrames: Int { get }
+    /// The output's period in force and queue, which a playback stream's delay counts (the audio thread's).
+    var outputPace: OutputPace { get }
+    /// The streams opened or closed: the period may change (R24), before any frame of a new stream is mixed.
+    func streamsChanged()
     /// The voice path's echo delay, ms (``Daemon/voiceDelayMilliseconds``).
     var voiceDelayMilliseconds: Int { get }
     /// Hands the microphone (or silence) to capture streams on the audio thread.
@@ -231,7 +233,12 @@ final class StreamHub {
             memory = try StreamMemory(geometry)
             switch request.direction {
             case .playback:
-                playback = try PlaybackStream(memory: memory, mixerRate: format.sampleRate, maxFrames: format.maxFrames)
+                playback = try PlaybackStream(
+                    memory: memory,
+                    mixerRate: format.sampleRate,
+                    maxFrames: format.maxFrames,
+                    pace: host.outputPace
+                )
             case .capture:
                 capture = try CaptureStream(memory: memory, mixerRate: format.sampleRate, maxFrames: format.maxFrames)
             }
@@ -240,7 +247,6 @@ final class StreamHub {
             throw ControlError(.cannotStream, error.description)
         }
         if let playback {
-            playback.outputQueueFrames.store(host.outputQueuedFrames, ordering: .relaxed)
             do {
                 try host.attach(pull: playback.voice, to: session)
             } catch {
@@ -267,6 +273,7 @@ final class StreamHub {
             + "\(request.rate) Hz, \(request.channels) ch, \(request.format), \(request.bufferFrames) frames, "
             + "\(session) [\(placement.rule)] \(placement.reason)"
         host.logger.info("\(opened)")
+        host.streamsChanged()
         refresh()
         return entry
     }
@@ -360,6 +367,7 @@ final class StreamHub {
         case .nothing:
             break
         }
+        host.streamsChanged()
         refresh()
     }
 
@@ -443,9 +451,7 @@ final class StreamHub {
         }
         router.reap()
         retiring.removeAll { host.isReleased(pull: Unmanaged.passUnretained($0).toOpaque()) }
-        let queue = host.outputQueuedFrames
         for entry in entries.values {
-            entry.playback?.outputQueueFrames.store(queue, ordering: .relaxed)
             let violations = entry.violations
             if violations > 0 && entry.reportedViolations == 0 {
                 let text =
@@ -458,6 +464,20 @@ final class StreamHub {
     }
 
     /// Who holds the microphone now.
+    /// The open streams as R24 weighs them: each one's direction and buffer, at the mixer's rate.
+    var periodNeeds: [OutputPeriod.Stream] {
+        let rate = host.mixerFormat.sampleRate
+        return entries.values.sorted { $0.id < $1.id }.map { entry in
+            let geometry = entry.memory.geometry
+            return OutputPeriod.Stream(
+                id: entry.id,
+                name: entry.name,
+                direction: geometry.direction,
+                bufferFrames: geometry.ringFrames * rate / max(1, geometry.rate)
+            )
+        }
+    }
+
     var microphoneHolders: [Entry] {
         entries.values.filter { $0.capture?.allowed.load(ordering: .relaxed) == true }.sorted { $0.id < $1.id }
     }
@@ -503,10 +523,11 @@ extension ControlError {
 }
 
 extension Daemon: StreamHost {
+    func streamsChanged() { refreshPeriod() }
     var policy: AudioPolicy { audio.policy }
     var mixerFormat: MixerFormat { audio.engine.format }
-    var outputPeriodFrames: Int? { output?.granted.periodFrames }
-    var outputQueuedFrames: Int { output?.queuedFrames ?? 0 }
+    var outputPeriodFrames: Int? { output?.granted.maxPeriodFrames }
+    var outputPace: OutputPace { output?.pace ?? idlePace }
     func attach(pull: VoicePull, to session: SessionID) throws(AudioController.SoundError) {
         try audio.attach(pull: pull, to: session)
     }

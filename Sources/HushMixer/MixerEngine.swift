@@ -108,11 +108,19 @@ public final class MixerEngine: @unchecked Sendable {
     ///   through the generic ring in debug builds or prove the engine's lifetime in release builds; its leaves
     ///   (`SampleConversion`, `Ramp`, `Voice`) carry the annotations, and `RenderAllocationTests` (in `swift test`,
     ///   any build configuration) and `make bench` (release) count the mallocs of the whole path: none.
-    public func render(frames: Int, into output: UnsafeMutableRawPointer, sampleFormat: SampleFormat) {
+    ///
+    /// - Parameter commands: whether to carry out what the control side pushed first; false when the caller took
+    ///   the commands itself (``takeCommands()``) and chose the period from what it found (the audio thread, R24).
+    public func render(
+        frames: Int,
+        into output: UnsafeMutableRawPointer,
+        sampleFormat: SampleFormat,
+        commands: Bool = true
+    ) {
         let frames = min(frames, format.maxFrames)
         let channels = format.channels
         let samples = frames * channels
-        applyCommands()
+        if commands { applyCommands() }
         // Each bus's gain over this period (its ramp advances once per frame, whatever plays).
         for bus in 0..<3 { busLines[bus] = busGains[bus].advance(by: frames) }
         mixBuffer.update(repeating: 0, count: samples)
@@ -148,6 +156,11 @@ public final class MixerEngine: @unchecked Sendable {
     private func report(_ message: MixerTelemetry) {
         if !telemetry.push(message) { lostReports += 1 }
     }
+
+    /// Carries out what the control side pushed so far, before a ``render(frames:into:sampleFormat:commands:)``
+    /// that does not: whatever the control side did before pushing these (choosing the output's period, R24) is
+    /// visible once they are taken. Real-time safe; on the rendering thread.
+    public func takeCommands() { applyCommands() }
 
     private func applyCommands() {
         while let command = commands.pop() {

@@ -82,6 +82,10 @@ package final class AudioController {
         return made
     }
 
+    /// Called after the policy decided and before its commands reach the engine: the daemon rules the output's
+    /// period there (R24), so that a session's first frame is mixed in the period it needs.
+    package var beforeCommands: () -> Void = {}
+
     /// Hands `event` to the policy and carries out its decisions.
     @discardableResult
     package func handle(_ event: PolicyEvent, at time: Instant, cause: String? = nil) -> [Decision] {
@@ -292,6 +296,7 @@ package final class AudioController {
     }
 
     private func apply(_ made: [Decision], cause: String, at time: Instant) {
+        beforeCommands()
         for decision in made {
             switch decision.command {
             case .stop(let id) where streams[id] != nil:

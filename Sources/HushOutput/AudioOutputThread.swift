@@ -18,6 +18,11 @@ package protocol PCMOutput: AnyObject {
     var granted: PlaybackConfiguration { get }
     /// Queues `frames` frames, blocking until the device takes them.
     func write(_ buffer: UnsafeRawPointer, frames: Int) -> PCMWriteResult
+    /// Makes ``waitForRoom()`` wait for room for periods of `frames` (R24's period in force). Audio thread.
+    func setPeriod(_ frames: Int) -> PCMWriteResult
+    /// Waits until the device wants the next period: where a device whose period can grow paces the thread (its
+    /// writes do not block). Audio thread.
+    func waitForRoom() -> PCMWriteResult
     /// Lets go of the device now.
     func close()
     /// What was asked and what was granted, for the log.
@@ -33,6 +38,9 @@ extension PCMOutput {
     /// A device that needs no stopping (a test's fake): writes simply stop while idle.
     package func halt() {}
     package func resume() -> PCMWriteResult { .written }
+    /// A device whose writes pace the thread (a test's fake, the WAV file): nothing to set, nothing to wait for.
+    package func setPeriod(_ frames: Int) -> PCMWriteResult { .written }
+    package func waitForRoom() -> PCMWriteResult { .written }
 
     package var describeGrant: String {
         "granted \(granted.sampleRate) Hz, \(granted.channels) ch, \(granted.format), \(granted.periodFrames)×\(granted.periods)"
@@ -93,6 +101,10 @@ package final class AudioOutputThread: @unchecked Sendable {
         /// Times the thread went idle, and times it was woken from idle.
         package let idlings = Atomic<Int>(0)
         package let wakings = Atomic<Int>(0)
+        /// Frames mixed per wake-up now (R24's period in force, within what the device allows); 0 before the first.
+        package let periodFrames = Atomic<Int>(0)
+        /// Times the period in force changed.
+        package let periodChanges = Atomic<Int>(0)
         /// The device's real rate over the latest window of the system clock, with the window's index
         /// (``RateMeter/packed``; 0 until the first): the output's clock, against which a microphone on another
         /// card drifts.
@@ -156,8 +168,32 @@ package final class AudioOutputThread: @unchecked Sendable {
     /// The eventfd the idle thread blocks on reading (no timer); ``wake()`` rings it. Nil if none could be made
     /// (out of descriptors): the thread then never goes idle.
     private let wakeEvent = try? WakeEvent()
-    /// Frames the device holds after a write: how far behind the mix the speaker is (a stream's delay).
-    package var queuedFrames: Int { granted.periodFrames * max(1, granted.periods) }
+    /// Frames the device holds after a write: how far behind the mix the speaker is (a stream's delay), for the
+    /// period in force.
+    package var queuedFrames: Int {
+        granted.queueFrames(forPeriod: max(granted.periodFrames, counters.periodFrames.load(ordering: .relaxed)))
+    }
+    /// Frames between a period's mix and the speaker when its first frame is mixed, at the period in force: with a
+    /// fixed period the thread mixes a period ahead and its write waits for room (the whole queue); one whose
+    /// period can grow waits for the wake level and then mixes, so only the wake level is ahead. The echo delay
+    /// of the voice path (R22) starts from it.
+    package var mixDelayFrames: Int {
+        let period = max(granted.periodFrames, counters.periodFrames.load(ordering: .relaxed))
+        return granted.adaptive ? granted.wakeLevel(forPeriod: period) : granted.queueFrames(forPeriod: period)
+    }
+    /// The period in force and the queue, for applications' streams (written here, on the audio thread).
+    package let pace = OutputPace()
+    /// The period the control side chose (R24), in frames; the thread mixes it from its next period on, within
+    /// the device's floor and ceiling. Written by ``setPeriod(_:)``.
+    private let chosenPeriod = Atomic<Int>(0)
+
+    /// Control side: mix periods of `frames` from the next period on (R24's ruling), within what the device
+    /// granted. The change never touches what is already queued: a shorter period's first frames follow the
+    /// longer period's last, with no gap.
+    package func setPeriod(_ frames: Int) {
+        // Released: the thread that takes the commands pushed after this (acquiring) sees it.
+        chosenPeriod.store(frames, ordering: .releasing)
+    }
     private let running = Atomic<Bool>(false)
     private var thread: NamedThread?
     /// The box of the device the audio thread writes to (0 while it has none), with the reference it holds: owned
@@ -223,6 +259,8 @@ package final class AudioOutputThread: @unchecked Sendable {
         granted = output?.granted ?? requested
         self.priority = priority
         self.logger = logger
+        chosenPeriod.store(granted.periodFrames, ordering: .relaxed)
+        pace.set(period: granted.periodFrames, queued: granted.queueFrames(forPeriod: granted.periodFrames))
         if let output {
             current = Self.box(Handover(device: output, requested: requested, reason: .route))
             playback = output
@@ -488,7 +526,10 @@ package final class AudioOutputThread: @unchecked Sendable {
             fadingBox = current
             fading = playback
             fadePosition = 0
-            fadeTailPeriods = fading?.granted.periods ?? 0
+            // Enough silence for what the old device holds at the shortest period (the thread is there during a
+            // move, R24) to play out.
+            fadeTailPeriods =
+                fading.map { $0.granted.queueFrames(forPeriod: $0.granted.periodFrames) / $0.granted.periodFrames } ?? 0
         } else if current != 0 {
             Self.peek(current).reason = .route
             outgoing.store(current, ordering: .releasing)
@@ -517,6 +558,7 @@ package final class AudioOutputThread: @unchecked Sendable {
     /// The two gains add up to one at every frame, and both devices get the same frames: a signal heard on both
     /// (or summed, as the virtual board's check does) keeps its level and its phase through the move.
     private func advanceCrossfade(
+        frames: Int,
         mix: UnsafeMutablePointer<Float>,
         scaled: UnsafeMutablePointer<Float>,
         oldOutput: UnsafeMutableRawPointer,
@@ -524,7 +566,6 @@ package final class AudioOutputThread: @unchecked Sendable {
         newFormat: SampleFormat
     ) {
         guard let old = fading else { return }
-        let frames = granted.periodFrames
         let channels = granted.channels
         let samples = frames * channels
         let length = max(Int(engine.format.frames(crossfade)), frames)
@@ -547,7 +588,9 @@ package final class AudioOutputThread: @unchecked Sendable {
             fadeTailPeriods -= 1
         }
         SampleConversion.write(mix, count: samples, to: output, format: newFormat)
-        let result = old.write(oldOutput, frames: frames)
+        // The old device paces the fade as the new one fills: both play the same frames at the same time.
+        var result = old.waitForRoom()
+        if case .written = result { result = old.write(oldOutput, frames: frames) }
         // A device that went away or failed while fading out has nothing more to play: let it go now.
         let done = fadePosition >= length && fadeTailPeriods <= 0
         if case .written = result, !done { return }
@@ -592,7 +635,9 @@ package final class AudioOutputThread: @unchecked Sendable {
     }
 
     private func loop() {
-        let frames = granted.periodFrames
+        // The buffers have room for the longest period (the engine's too).
+        let frames = max(granted.periodFrames, min(granted.maxPeriodFrames, engine.format.maxFrames))
+        let floor = granted.periodFrames
         // Room for the widest sample format: a route's device may take another format than the first one.
         let samples = frames * granted.channels
         let bytes = samples * 4
@@ -608,14 +653,17 @@ package final class AudioOutputThread: @unchecked Sendable {
             oldOutput.deallocate()
         }
         // Without a device, how often to look for one: a period, within 1–10 ms.
-        let idle = Duration.nanoseconds(min(max(frames * 1_000_000_000 / granted.sampleRate, 1_000_000), 10_000_000))
+        let idle = Duration.nanoseconds(min(max(floor * 1_000_000_000 / granted.sampleRate, 1_000_000), 10_000_000))
         // When the last period started; 0 until a period is written on the current device.
         var previousStart = 0
         // Quiet frames after which the thread goes idle (never less than the device's queue, which is then only
         // silence); nil keeps the device fed.
-        let idleFrames = idleAfter.map { max(Int(engine.format.frames($0)), queuedFrames) }
+        let idleFrames = idleAfter.map { max(Int(engine.format.frames($0)), granted.bufferFrames) }
         // The device's clock, from when its writes return; a stretch ends wherever the device stopped or changed.
         var meter = RateMeter(skip: granted.periods + 1, window: rateWindow)
+        // The period set on the device in `setOn` (a box), 0 until one is.
+        var inForce = 0
+        var setOn: UInt = 0
         while running.load(ordering: .relaxed) {
             // A handover seen now was published after the commands that go with it (R5's pauses before the
             // route moves): this period, rendered for the old device, carries them out — a pause's fade ends
@@ -629,12 +677,61 @@ package final class AudioOutputThread: @unchecked Sendable {
                 if playback == nil { sleepFor(idle) }
                 continue
             }
+            // R24: the period the control side chose, within what this device allows; the shortest while a device
+            // change waits or a cross-fade runs, so that both devices' queues are the same length.
+            let period =
+                switching || fadingBox != 0
+                ? floor
+                : max(floor, min(chosenPeriod.load(ordering: .relaxed), device.granted.maxPeriodFrames, frames))
+            if period != inForce || setOn != current {
+                if case .gone = device.setPeriod(period) {
+                    handBackLost()
+                    continue
+                }
+                if period != inForce && inForce != 0 { counters.periodChanges.add(1, ordering: .relaxed) }
+                inForce = period
+                setOn = current
+                counters.periodFrames.store(period, ordering: .relaxed)
+                pace.set(period: period, queued: granted.queueFrames(forPeriod: period))
+                // The queue's length changed with it: a new line of the device's clock.
+                meter.split()
+            }
+            // A device whose period can grow paces here, before the mix, so that what the control side asked
+            // since is in it; one with a fixed period paces in its write, as ever.
+            switch device.waitForRoom() {
+            case .written:
+                break
+            case .recovered:
+                counters.underruns.add(1, ordering: .relaxed)
+                engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+                meter.split()
+            case .gone:
+                handBackLost()
+                meter.split()
+                continue
+            case .failed:
+                counters.writeErrors.add(1, ordering: .relaxed)
+                sleepFor(.milliseconds(10))
+                meter.split()
+                continue
+            }
             let start = monotonicNanoseconds()
             if previousStart != 0 { Self.raise(counters.longestGap, to: start - previousStart) }
             previousStart = start
+            // What the control side asked while the thread waited, and the period it chose before asking it: a
+            // session or stream that needs a shorter period has its first frame mixed in one (R24), even when
+            // the thread waited for a longer one (it is at that one's wake level, deeper than the shorter one's).
+            engine.takeCommands()
+            let mixed = min(period, max(floor, chosenPeriod.load(ordering: .acquiring)))
             if fadingBox != 0 {
-                engine.render(frames: frames, into: UnsafeMutableRawPointer(mix), sampleFormat: .floatLE)
+                engine.render(
+                    frames: mixed,
+                    into: UnsafeMutableRawPointer(mix),
+                    sampleFormat: .floatLE,
+                    commands: false
+                )
                 advanceCrossfade(
+                    frames: mixed,
                     mix: mix,
                     scaled: scaled,
                     oldOutput: oldOutput,
@@ -642,14 +739,14 @@ package final class AudioOutputThread: @unchecked Sendable {
                     newFormat: device.granted.format
                 )
             } else {
-                engine.render(frames: frames, into: buffer, sampleFormat: device.granted.format)
+                engine.render(frames: mixed, into: buffer, sampleFormat: device.granted.format, commands: false)
             }
-            if let hook = periodHook { hook.call(hook.context, frames) }
+            if let hook = periodHook { hook.call(hook.context, mixed) }
             Self.raise(counters.longestRender, to: monotonicNanoseconds() - start)
             counters.periods.add(1, ordering: .relaxed)
-            switch device.write(buffer, frames: frames) {
+            switch device.write(buffer, frames: mixed) {
             case .written:
-                if meter.tick(frames: frames, at: monotonicNanoseconds()) {
+                if meter.tick(frames: mixed, at: monotonicNanoseconds()) {
                     counters.measuredRate.store(meter.packed, ordering: .relaxed)
                 }
             case .recovered:

@@ -283,12 +283,13 @@ package final class OutputRouter {
         let render = Duration.nanoseconds(counters.longestRender.exchange(0, ordering: .relaxed))
         if underruns != reported.underruns {
             let granted = output?.granted ?? configuration.output
-            let period = Duration.nanoseconds(granted.periodFrames * 1_000_000_000 / granted.sampleRate)
+            let frames = max(granted.periodFrames, counters.periodFrames.load(ordering: .relaxed))
+            let nanoseconds = 1_000_000_000 / Double(granted.sampleRate)
             let diagnosis = AudioOutputThread.diagnosis(
                 gap: gap,
                 render: render,
-                period: period,
-                queued: period * granted.periods
+                period: .nanoseconds(Int64(Double(frames) * nanoseconds)),
+                queued: .nanoseconds(Int64(Double(granted.queueFrames(forPeriod: frames)) * nanoseconds))
             )
             logger.warning(
                 "\(currentPCM): \(underruns - reported.underruns) underrun(s) (\(underruns) in all), recovered with a fade-in; \(diagnosis)"
@@ -347,9 +348,20 @@ package final class OutputRouter {
         )
     }
 
-    /// The output latency in milliseconds: the periods queued in the device.
+    /// The output latency in milliseconds: what the device holds at the period in force.
     package var latencyMilliseconds: Double {
         let granted = output?.granted ?? configuration.output
-        return Double(granted.periodFrames * granted.periods) * 1000 / Double(granted.sampleRate)
+        return Double(output?.queuedFrames ?? granted.queueFrames(forPeriod: granted.periodFrames)) * 1000
+            / Double(granted.sampleRate)
     }
+
+    /// The period in force (R24) and the longest the device allows, in frames.
+    package var period: (frames: Int, ceiling: Int) {
+        let granted = output?.granted ?? configuration.output
+        let frames = output?.counters.periodFrames.load(ordering: .relaxed) ?? 0
+        return (frames == 0 ? granted.periodFrames : frames, granted.maxPeriodFrames)
+    }
+
+    /// Mix periods of `frames` from the next period on (R24's ruling).
+    package func setPeriod(_ frames: Int) { output?.setPeriod(frames) }
 }

@@ -171,6 +171,29 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         /// The device's real rate, frames per second of the system's clock, measured from when its periods complete
         /// over the latest 30 s window of that clock (0–30 s, 30–60 s, …) at least half played; nil until then.
         public var measuredRate: Double?
+        /// The period hushd mixes now and why (R24); nil from a hushd that does not say.
+        public var period: Period?
+
+        /// The output's period (R24 output-period): `frames` per wake-up now (as the audio thread last mixed),
+        /// `ruled` what the rule asks from the thread's next period on, between `floor` (`period_frames`) and
+        /// `ceiling` (`max_period_frames` as the device allows), with the rule's reason.
+        public struct Period: Codable, Hashable, Sendable {
+            public var frames: Int
+            public var ruled: Int
+            public var floor: Int
+            public var ceiling: Int
+            public var rule: String
+            public var reason: String
+
+            public init(frames: Int, ruled: Int, floor: Int, ceiling: Int, rule: Rule, reason: String) {
+                self.frames = frames
+                self.ruled = ruled
+                self.floor = floor
+                self.ceiling = ceiling
+                self.rule = rule.rawValue
+                self.reason = reason
+            }
+        }
 
         /// A route's PCM that would not open (another program holds it, or its card is missing).
         public struct Pending: Codable, Hashable, Sendable {
@@ -204,7 +227,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             latencyMilliseconds: Double,
             pending: Pending? = nil,
             idle: Bool? = nil,
-            measuredRate: Double? = nil
+            measuredRate: Double? = nil,
+            period: Period? = nil
         ) {
             self.pcm = pcm
             self.open = open
@@ -218,6 +242,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             self.pending = pending
             self.idle = idle
             self.measuredRate = measuredRate.map { ($0 * 1000).rounded() / 1000 }
+            self.period = period
         }
     }
 

@@ -29,6 +29,14 @@ public enum ControlText {
                 + "\(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), "
                 + "\(output.losses) loss\(output.losses == 1 ? "" : "es")",
         ]
+        if let period = output.period {
+            let milliseconds = DecimalText.trimmed(Double(period.frames) * 1000 / Double(output.sampleRate), places: 1)
+            lines.append(
+                "period           \(period.frames) frames (\(milliseconds) ms; \(period.floor)…\(period.ceiling))"
+                    + (period.ruled == period.frames ? "" : ", \(period.ruled) from the next")
+                    + ": \(period.reason) [\(period.rule)]"
+            )
+        }
         if let pending = output.pending {
             lines.append(
                 "waiting for      \(pending.pcm) (\(pending.route)): \(pending.attempts) "

@@ -46,8 +46,9 @@ public final class PlaybackStream: @unchecked Sendable {
     // Control side → audio thread.
     private let prepareGeneration = Atomic<Int>(0)
     private let prepareTarget = Atomic<UInt64>(0)
-    /// Frames queued between the mixer and the speaker (the device's buffer), at the mixer's rate.
-    public let outputQueueFrames = Atomic<Int>(0)
+    /// The output's period in force and the frames queued between the mixer and the speaker (the device's
+    /// buffer), at the mixer's rate: the audio thread's, read each period.
+    public let pace: OutputPace
     /// Whether an empty ring is the application's lateness (R23: the stream is judged); draining never is. The
     /// plugin tells the application (XRUN) when `underrun_frames` grows while its stream runs.
     public let counting = Atomic<Bool>(false)
@@ -63,8 +64,15 @@ public final class PlaybackStream: @unchecked Sendable {
     /// - Parameters:
     ///   - mixerRate: the rate the voice must deliver.
     ///   - maxFrames: the most frames the engine asks for at once.
-    public init(memory: StreamMemory, mixerRate: Int, maxFrames: Int) throws(StreamError) {
+    ///   - pace: the output's period and queue (the audio thread's ``OutputPace``).
+    public init(
+        memory: StreamMemory,
+        mixerRate: Int,
+        maxFrames: Int,
+        pace: OutputPace = OutputPace()
+    ) throws(StreamError) {
         self.memory = memory
+        self.pace = pace
         geometry = memory.geometry
         precondition(geometry.direction == .playback)
         channels = geometry.channels
@@ -192,7 +200,7 @@ public final class PlaybackStream: @unchecked Sendable {
     /// Tells the client where hushd is: its position, the delay after it, what has been played, and wakes it when
     /// it waits for room or drains.
     private func publish(written: UInt64, flags: UInt32, draining: Bool, empty: Bool) {
-        let queue = outputQueueFrames.load(ordering: .relaxed)
+        let queue = pace.queuedFrames.load(ordering: .relaxed)
         // Stream frames between `consumed` and the speaker: those waiting for the converter, and the output queue's.
         let queued = staged + Int(Double(queue) / ratio)
         let stillQueued =
@@ -207,6 +215,9 @@ public final class PlaybackStream: @unchecked Sendable {
         snapshot.played_frames = consumed >= behind ? consumed - behind : 0
         snapshot.underrun_frames = UInt64(underrunFrames.load(ordering: .relaxed))
         snapshot.delay_frames = UInt32(clamping: queued)
+        snapshot.current_period_frames = UInt32(
+            clamping: Int((Double(pace.periodFrames.load(ordering: .relaxed)) / ratio).rounded(.up))
+        )
         memory.publish(&snapshot)
         guard flags & StreamMemory.waitingFlag != 0 || draining else { return }
         let filled = written &- consumed

@@ -664,12 +664,14 @@ static uint64_t frames_since_snapshot(struct hush_pcm *pcm, const struct hush_wi
         pcm->moving_since_ns = now;
         return 0;
     }
-    if (snapshot->server_time_ns == 0 || pcm->period_frames == 0 || pcm->io.rate == 0) return 0;
+    /* The period in force when the snapshot was taken (R24: it grows while music plays alone). */
+    uint64_t period = snapshot->current_period_frames != 0 ? snapshot->current_period_frames : pcm->period_frames;
+    if (snapshot->server_time_ns == 0 || period == 0 || pcm->io.rate == 0) return 0;
     int64_t since = (int64_t)snapshot->server_time_ns;
     if (since < pcm->moving_since_ns) since = pcm->moving_since_ns;
     if (now <= since) return 0;
     uint64_t frames = (uint64_t)(now - since) * pcm->io.rate / 1000000000ull;
-    return frames < pcm->period_frames ? frames : pcm->period_frames;
+    return frames < period ? frames : period;
 }
 
 static int hush_delay(snd_pcm_ioplug_t *io, snd_pcm_sframes_t *delay) {

@@ -386,7 +386,7 @@ struct ConfigurationTests {
                 "[output]\npcm = \"a\"\n  [output.x]\n",
                 [
                     "hushd.toml:3: [output] x: unknown key; known here: pcm, rate, channels, format, period_frames, "
-                        + "periods, realtime_priority, fallback_wav, idle_seconds, keep_warm"
+                        + "periods, max_period_frames, realtime_priority, fallback_wav, idle_seconds, keep_warm"
                 ]
             ),
             (

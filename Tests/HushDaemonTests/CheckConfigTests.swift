@@ -172,6 +172,7 @@ struct EveryKeyTests {
             plain("output", "format", SampleFormatNames.all, ["\"S8\"", "16"]),
             plain("output", "period_frames", ["16", "64", "8192"], ["15", "8193"]),
             plain("output", "periods", ["2", "16"], ["1", "17"]),
+            plain("output", "max_period_frames", ["16", "1024", "16384"], ["15", "16385", "\"1024\""]),
             plain("output", "realtime_priority", ["0", "1", "99"], ["-1", "100"]),
             plain("output", "fallback_wav", ["\"\"", "\"hushd-output.wav\"", "\"/tmp/out.wav\""], ["1"]),
             plain("output", "idle_seconds", ["1", "2.5", "3600"], ["0", "0.5", "3601", "\"5\""]),

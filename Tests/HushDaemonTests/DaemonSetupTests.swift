@@ -22,7 +22,8 @@ struct DaemonSetupTests {
     @Test("an empty file gives the documented defaults")
     func emptyFileDefaults() throws {
         let configuration = try HushdConfiguration.parse("# nothing\n", file: "hushd.toml")
-        #expect(configuration.output.playback == PlaybackConfiguration())
+        // R24: periods from 64 frames up to 1024, as the sessions and streams allow.
+        #expect(configuration.output.playback == PlaybackConfiguration(maxPeriodFrames: 1024))
         #expect(configuration.output.realtimePriority == 70 && configuration.output.fallbackWAV == nil)
         #expect(configuration.output.idleAfter == .seconds(5) && configuration.daemonSetup().idleAfter == .seconds(5))
         #expect(configuration.routes == [.speaker: .init(pcm: "default")])

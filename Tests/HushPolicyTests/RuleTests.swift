@@ -797,3 +797,83 @@ struct R16SilentAlertLight {
         }
     }
 }
+
+@Suite("R24 output-period")
+struct R24OutputPeriod {
+    static func period(_ board: PolicyHarness, streams: [OutputPeriod.Stream] = [], floor: Int = 64) -> Ruling<Int> {
+        OutputPeriod.ruling(floor: floor, ceiling: 2048, sessions: board.policy.sessions, streams: streams)
+    }
+
+    static func stream(_ id: UInt64, _ direction: StreamDirection = .playback, buffer: Int) -> OutputPeriod.Stream {
+        OutputPeriod.Stream(id: StreamID(id), name: "aplay", direction: direction, bufferFrames: buffer)
+    }
+
+    @Test("music alone, or nothing, is mixed in the longest period")
+    func musicAlone() {
+        var board = PolicyHarness()
+        let idle = Self.period(board)
+        #expect(idle.value == 2048 && idle.rule == .r24 && idle.reason.hasPrefix("nothing plays"))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        // aplay's default buffer is half a second: 24000 frames.
+        let music = Self.period(board, streams: [Self.stream(1, buffer: 24000)])
+        #expect(music.value == 2048 && music.reason.hasPrefix("nothing asks for a shorter period"))
+        board.activate(2, .music, .soloAmbient)
+        #expect(Self.period(board).value == 2048, "a soundtrack on the music bus mixes in long periods too")
+    }
+
+    static let short: [(Bus, HushCore.Category, CategoryOptions, String)] = [
+        (.effect, .ambient, [], "plays effects"),
+        (.ringer, .playback, [], "rings"),
+        (.music, .playAndRecord, [], "records"),
+        (.music, .record, [], "records"),
+        (.music, .playback, [.duckOthers], "ducks others"),
+    ]
+
+    @Test(
+        "an effect, a ringtone, a call, a recording or a prompt brings the floor from its activation",
+        arguments: short
+    )
+    func shortNeeds(bus: Bus, category: HushCore.Category, options: CategoryOptions, why: String) {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        #expect(Self.period(board).value == 2048)
+        // Activated, not yet played: the period is short before the session's first frame.
+        board.activate(2, bus, category, options.union(.mixWithOthers))
+        let ruling = Self.period(board)
+        #expect(ruling.value == 64 && ruling.rule == .r24)
+        #expect(ruling.reason.contains("session 2") && ruling.reason.contains(why), "\(ruling)")
+        board.deactivate(2, notifyOthers: false)
+        #expect(Self.period(board).value == 2048, "the long period comes back when the last need ends")
+    }
+
+    @Test("a stream allows a quarter of its buffer, as floor × 2ⁿ; the smallest buffer decides")
+    func buffers() {
+        let board = PolicyHarness()
+        // 100 ms (4800 frames): 1200 allowed, so 1024.
+        #expect(Self.period(board, streams: [Self.stream(1, buffer: 4800)]).value == 1024)
+        // aplay -B 20000 at 48 kHz: 960 frames, 240 allowed, so 128.
+        let small = Self.period(board, streams: [Self.stream(1, buffer: 24000), Self.stream(2, buffer: 960)])
+        #expect(small.value == 128 && small.reason.contains("stream 2") && small.reason.contains("960 frames"))
+        // Smaller than the floor allows: the floor, which is what the board sustains.
+        #expect(Self.period(board, streams: [Self.stream(1, buffer: 100)]).value == 64)
+        // With a floor of 256 the steps are 256, 512, 1024, 2048.
+        #expect(Self.period(board, streams: [Self.stream(1, buffer: 3000)], floor: 256).value == 512)
+    }
+
+    @Test("any capture stream keeps the floor: the microphone's path is timed to it")
+    func capture() {
+        let board = PolicyHarness()
+        let ruling = Self.period(board, streams: [Self.stream(3, .capture, buffer: 24000)])
+        #expect(ruling.value == 64 && ruling.reason.contains("records"))
+    }
+
+    @Test("a ceiling equal to the floor fixes the period")
+    func fixed() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        let ruling = OutputPeriod.ruling(floor: 256, ceiling: 256, sessions: board.policy.sessions, streams: [])
+        #expect(ruling.value == 256 && ruling.reason.contains("fixed"))
+    }
+}

@@ -104,7 +104,8 @@ struct StreamWireTests {
                     underrun_frames: n &+ 7,
                     overrun_frames: ~n,
                     delay_frames: UInt32(truncatingIfNeeded: n &* 5),
-                    audio_flags: UInt32(truncatingIfNeeded: n)
+                    audio_flags: UInt32(truncatingIfNeeded: n),
+                    current_period_frames: UInt32(truncatingIfNeeded: n &* 11)
                 )
                 sequence = hush_wire_publish(header, sequence, &snapshot)
             }
@@ -129,6 +130,7 @@ struct StreamWireTests {
                 && snapshot.underrun_frames == n &+ 7 && snapshot.overrun_frames == (n == 0 ? 0 : ~n)
                 && snapshot.delay_frames == UInt32(truncatingIfNeeded: n &* 5)
                 && snapshot.audio_flags == UInt32(truncatingIfNeeded: n)
+                && snapshot.current_period_frames == UInt32(truncatingIfNeeded: n &* 11)
             if !(whole || n == 0) { torn += 1 }
             distinct.insert(n)
             reads += 1
