@@ -392,11 +392,16 @@ package final class Daemon {
     /// out, and when a stream opens or closes: before any frame of theirs is mixed. Logs each change of period.
     package func refreshPeriod() {
         let granted = output?.granted ?? setup.output
+        let route = audio.policy.route
+        let shared =
+            route != .speaker
+            && router.configuration.device(for: route).pcm == router.configuration.device(for: .speaker).pcm
         let ruling = OutputPeriod.ruling(
             floor: granted.periodFrames,
             ceiling: granted.maxPeriodFrames,
             sessions: audio.policy.sessions,
-            streams: streamPeriodNeeds()
+            streams: streamPeriodNeeds(),
+            sharedRoute: shared ? route : nil
         )
         guard ruling != periodRuling else { return }
         let changed = ruling.value != periodRuling?.value

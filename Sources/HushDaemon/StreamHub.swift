@@ -61,6 +61,8 @@ final class StreamHub {
         /// recovery was last logged (R23).
         var lateAtPrepare = 0
         var recoveryLogged: ContinuousClock.Instant?
+        /// The application's own period, when it chose one (frames at its rate): R24 mixes no longer periods.
+        var clientPeriodFrames: Int?
 
         init(
             _ opened: StreamPolicy.Stream,
@@ -254,7 +256,6 @@ final class StreamHub {
                 throw ControlError(.cannotStream, error.description)
             }
         }
-        if let capture { router.add(capture) }
         nextStream += 1
         let stream = StreamPolicy.Stream(
             id: id,
@@ -266,6 +267,7 @@ final class StreamHub {
             group: group
         )
         let entry = Entry(stream, peer: peer, memory: memory, playback: playback, capture: capture)
+        entry.clientPeriodFrames = request.periodFrames
         entries[id] = entry
         rules.opened(stream)
         let opened =
@@ -274,6 +276,9 @@ final class StreamHub {
             + "\(session) [\(placement.rule)] \(placement.reason)"
         host.logger.info("\(opened)")
         host.streamsChanged()
+        // After the period is ruled (R24: the floor, for a capture stream): the microphone's first periods for it
+        // are short ones.
+        if let capture { router.add(capture) }
         refresh()
         return entry
     }
@@ -473,7 +478,8 @@ final class StreamHub {
                 id: entry.id,
                 name: entry.name,
                 direction: geometry.direction,
-                bufferFrames: geometry.ringFrames * rate / max(1, geometry.rate)
+                bufferFrames: geometry.ringFrames * rate / max(1, geometry.rate),
+                periodFrames: entry.clientPeriodFrames.map { $0 * rate / max(1, geometry.rate) }
             )
         }
     }

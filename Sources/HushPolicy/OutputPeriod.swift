@@ -26,23 +26,40 @@ public enum OutputPeriod {
         public var direction: StreamDirection
         /// The application's buffer, in frames at the mixer's rate.
         public var bufferFrames: Int
+        /// The application's own period, when it chose one, in frames at the mixer's rate.
+        public var periodFrames: Int?
 
-        public init(id: StreamID, name: String, direction: StreamDirection, bufferFrames: Int) {
+        public init(id: StreamID, name: String, direction: StreamDirection, bufferFrames: Int, periodFrames: Int? = nil)
+        {
             self.id = id
             self.name = name
             self.direction = direction
             self.bufferFrames = bufferFrames
+            self.periodFrames = periodFrames
         }
     }
 
-    /// The most a stream's application can lose to one period: a quarter of its buffer. It refills the buffer a
-    /// period of its own at a time (at most half of it, as ALSA programs do), and what is left must still cover
-    /// hushd's period and the time the application takes to wake.
-    public static func longest(for stream: Stream) -> Int { stream.bufferFrames / 4 }
+    /// The longest period a stream's application can live with: a quarter of its buffer, and no more than its own
+    /// period. It refills the buffer a period of its own at a time (at most half of it, as ALSA programs do), and
+    /// what is left must still cover hushd's period and the time the application takes to wake; and room must
+    /// appear in its ring no coarser than its own period, as on a card with that period — a program that finds
+    /// more room than its period after a write does not look at the device again before it next waits, and so
+    /// would miss an underrun it is owed (R23).
+    public static func longest(for stream: Stream) -> Int {
+        min(stream.bufferFrames / 4, stream.periodFrames ?? Int.max)
+    }
 
     /// The period for `sessions` (every active session: one declares its need from when it is activated, before it
-    /// plays) and `streams` (every open stream), as `floor` × 2ⁿ up to `ceiling`.
-    public static func ruling(floor: Int, ceiling: Int, sessions: [SessionRecord], streams: [Stream]) -> Ruling<Int> {
+    /// plays) and `streams` (every open stream), as `floor` × 2ⁿ up to `ceiling`. `sharedRoute`: the route in use
+    /// when it is not the speaker and plays on the speaker's own device (a codec whose jack switches amplifiers):
+    /// what is queued there reaches the speaker when the headphones come out, so the queue stays short (R5).
+    public static func ruling(
+        floor: Int,
+        ceiling: Int,
+        sessions: [SessionRecord],
+        streams: [Stream],
+        sharedRoute: Route? = nil
+    ) -> Ruling<Int> {
         let floor = max(1, floor)
         let ceiling = max(floor, ceiling)
         if ceiling == floor {
@@ -50,6 +67,14 @@ public enum OutputPeriod {
                 floor,
                 rule: .r24,
                 reason: "the period is fixed: [output] max_period_frames is the profile's period_frames"
+            )
+        }
+        if let sharedRoute {
+            return Ruling(
+                floor,
+                rule: .r24,
+                reason: "\(sharedRoute) plays on the speaker's device: what is queued when they are unplugged would "
+                    + "reach the speaker, so the queue stays short (R5)"
             )
         }
         for session in sessions {
@@ -74,12 +99,12 @@ public enum OutputPeriod {
             }
         }
         if let limiting {
-            return Ruling(
-                period,
-                rule: .r24,
-                reason: "\(limiting.id) of \(limiting.name) has a buffer of \(limiting.bufferFrames) frames: hushd "
-                    + "takes at most a quarter of it at once"
-            )
+            let quarter = limiting.bufferFrames / 4
+            let why =
+                limiting.periodFrames.map { $0 < quarter } == true
+                ? "has \(limiting.periodFrames!)-frame periods: hushd takes no more at once"
+                : "has a buffer of \(limiting.bufferFrames) frames: hushd takes at most a quarter of it at once"
+            return Ruling(period, rule: .r24, reason: "\(limiting.id) of \(limiting.name) \(why)")
         }
         let what = sessions.isEmpty && streams.isEmpty ? "nothing plays" : "nothing asks for a shorter period"
         return Ruling(

@@ -29,7 +29,7 @@ public enum ControlText {
                 + "\(output.xruns) xrun\(output.xruns == 1 ? "" : "s"), "
                 + "\(output.losses) loss\(output.losses == 1 ? "" : "es")",
         ]
-        if let period = output.period {
+        if let period = output.period, period.ceiling > period.floor {
             let milliseconds = DecimalText.trimmed(Double(period.frames) * 1000 / Double(output.sampleRate), places: 1)
             lines.append(
                 "period           \(period.frames) frames (\(milliseconds) ms; \(period.floor)…\(period.ceiling))"

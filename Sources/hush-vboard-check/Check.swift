@@ -47,4 +47,4 @@ func describe(_ events: [TimedInputEvent]) -> String {
 }
 
 let allChecks: [Check] =
-    gpioChecks + alsaChecks + evdevChecks + outputChecks + volumeControlChecks + idleChecks
+    gpioChecks + alsaChecks + evdevChecks + outputChecks + periodChecks + volumeControlChecks + idleChecks

@@ -20,7 +20,8 @@ let appsScenario = arguments.first == "--apps"
 if appsScenario { arguments.removeFirst() }
 let checks =
     appsScenario
-    ? appsChecks : startChecks + microphoneChecks + privacyChecks + playbackChecks + hostileChecks + endingChecks
+    ? appsChecks
+    : startChecks + microphoneChecks + privacyChecks + playbackChecks + periodChecks + hostileChecks + endingChecks
 let passed = runChecks(selectChecks(checks, by: arguments))
 microphoneTone?.stop()
 stopStallWatch()

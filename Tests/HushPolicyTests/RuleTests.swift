@@ -862,11 +862,40 @@ struct R24OutputPeriod {
         #expect(Self.period(board, streams: [Self.stream(1, buffer: 3000)], floor: 256).value == 512)
     }
 
+    @Test("no period longer than the application's own: room appears as often as on a card with its period")
+    func ownPeriod() {
+        let board = PolicyHarness()
+        // GStreamer's alsasink: 200 ms of buffer in 10 ms periods (9600 and 480 frames): 256, not 2048.
+        var stream = Self.stream(4, buffer: 9600)
+        stream.periodFrames = 480
+        let ruling = Self.period(board, streams: [stream])
+        #expect(ruling.value == 256 && ruling.reason.contains("480-frame periods"), "\(ruling)")
+        // aplay's default: 500 ms in 125 ms periods: the ceiling.
+        stream.bufferFrames = 24000
+        stream.periodFrames = 6000
+        #expect(Self.period(board, streams: [stream]).value == 2048)
+    }
+
     @Test("any capture stream keeps the floor: the microphone's path is timed to it")
     func capture() {
         let board = PolicyHarness()
         let ruling = Self.period(board, streams: [Self.stream(3, .capture, buffer: 24000)])
         #expect(ruling.value == 64 && ruling.reason.contains("records"))
+    }
+
+    @Test("headphones on the speaker's own device keep the queue short: an unplug must not reach the speaker (R5)")
+    func sharedDevice() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        let ruling = OutputPeriod.ruling(
+            floor: 64,
+            ceiling: 2048,
+            sessions: board.policy.sessions,
+            streams: [],
+            sharedRoute: .headphones
+        )
+        #expect(ruling.value == 64 && ruling.reason.contains("headphones") && ruling.reason.contains("R5"))
     }
 
     @Test("a ceiling equal to the floor fixes the period")
