@@ -288,12 +288,18 @@ bench: deps
 	$(MAKE) bench-peers
 	$(MAKE) memory-board MEMORY_ARM64=1
 
-## bench-peers: hushd beside PipeWire + WirePlumber (issue 20): three aplay streams, idle, memory, start-up, three
-## alternating rounds, medians and ratios (Benchmarks/peers.sh, about 7 minutes; PEERS_SECONDS per window, default
-## 20; PEERS_ROUNDS, default 3; docs/performance.md). peer-tools installs Debian's pipewire and wireplumber without
-## their recommends (no pipewire-pulse, no rtkit) and unpacks pipewire-alsa, at pipewire's version, into .build/peers
+## bench-peers: hushd beside PipeWire + WirePlumber and PulseAudio (issue 20): three aplay streams with aplay's
+## default buffers and with 1024/4096-frame ones, 1, 3, 8 and 16 streams, idle, memory, start-up, three alternating
+## rounds, medians and ratios (Benchmarks/peers.sh, about 24 minutes; PEERS_SECONDS per window, default 20;
+## PEERS_ROUNDS, default 3; docs/performance.md). peer-tools installs Debian's pipewire and wireplumber without their
+## recommends (no pipewire-pulse, no rtkit) and unpacks pipewire-alsa, at pipewire's version, into .build/peers
 ## without installing it: installed, it would make ALSA's `default` PipeWire for every program on the machine.
-PEER_APT_PACKAGES := pipewire pipewire-bin wireplumber sox
+## PulseAudio likewise: the libraries its daemon and the two modules the bench loads link are installed, the
+## pulseaudio package itself (at libpulse0's version) and libasound2-plugins (the `pulse` PCM) are unpacked into
+## .build/peers: installed, pulseaudio drops /etc/alsa/conf.d/99-pulse.conf (ALSA's `default` goes to any PulseAudio
+## a program can reach) and turns autospawn on for every user.
+PEER_APT_PACKAGES := pipewire pipewire-bin wireplumber sox libpulse0 libltdl7 libwrap0 libcap2 libdbus-1-3 \
+  liborc-0.4-0 libsndfile1 libsoxr0 libspeexdsp1 libsystemd0 libtdb1 libx11-6 libx11-xcb1 libxcb1
 PEERS_DIR := .build/peers
 PEERS_SECONDS ?= 20
 PEERS_ROUNDS ?= 3
@@ -320,6 +326,16 @@ peer-tools:
 	  (cd $(PEERS_DIR) && apt-get download -q pipewire-alsa=$$v) && \
 	  mv $(PEERS_DIR)/pipewire-alsa_*.deb $(PEERS_DIR)/pipewire-alsa.deb && \
 	  dpkg-deb -x $(PEERS_DIR)/pipewire-alsa.deb $(PEERS_DIR)/pipewire-alsa; \
+	fi
+	@v=$$(dpkg-query -W -f='$${Version}' libpulse0); \
+	if [ "$$(dpkg-deb -f $(PEERS_DIR)/pulseaudio.deb Version 2>/dev/null)" != "$$v" ] || \
+	  [ ! -d $(PEERS_DIR)/libasound2-plugins ]; then \
+	  rm -rf $(PEERS_DIR)/pulseaudio* $(PEERS_DIR)/libasound2-plugins* && mkdir -p $(PEERS_DIR) && \
+	  chmod 777 $(PEERS_DIR) && (cd $(PEERS_DIR) && apt-get download -q pulseaudio=$$v libasound2-plugins) && \
+	  mv $(PEERS_DIR)/pulseaudio_*.deb $(PEERS_DIR)/pulseaudio.deb && \
+	  mv $(PEERS_DIR)/libasound2-plugins_*.deb $(PEERS_DIR)/libasound2-plugins.deb && \
+	  dpkg-deb -x $(PEERS_DIR)/pulseaudio.deb $(PEERS_DIR)/pulseaudio && \
+	  dpkg-deb -x $(PEERS_DIR)/libasound2-plugins.deb $(PEERS_DIR)/libasound2-plugins; \
 	fi
 
 ## load: the control socket under issue 6's full load against a real hushd (docs/reliability.md); make test runs
