@@ -526,10 +526,11 @@ package final class AudioOutputThread: @unchecked Sendable {
             fadingBox = current
             fading = playback
             fadePosition = 0
-            // Enough silence for what the old device holds at the shortest period (the thread is there during a
-            // move, R24) to play out.
-            fadeTailPeriods =
-                fading.map { $0.granted.queueFrames(forPeriod: $0.granted.periodFrames) / $0.granted.periodFrames } ?? 0
+            // Silence for the old device's whole buffer, not only for what it holds at the shortest period (where
+            // the thread is during a move, R24): the fade plays out, and no stale frame of a longer period is left
+            // in the buffer for the driver to read past the end when the device stops (the virtual board heard one
+            // as a click on snd-aloop).
+            fadeTailPeriods = fading.map { $0.granted.bufferFrames / $0.granted.periodFrames } ?? 0
         } else if current != 0 {
             Self.peek(current).reason = .route
             outgoing.store(current, ordering: .releasing)

@@ -72,8 +72,9 @@ let faultChecks: [Check] = [
         )
     },
     Check(name: "faults-underruns-sigstop-10-50-200-ms") {
-        // hushd stopped for 10, 50 and 200 ms while music plays: the device runs dry once its 3 periods (32 ms)
-        // are played. Every silence heard must be an underrun hushd counted; the music must be back within two
+        // hushd stopped for 10, 50 and 200 ms while music plays: the device runs dry once what it queued at the
+        // audio thread's last period is played — music alone is mixed in the longest period (R24), 2048 frames
+        // queued on a wake level of 1536: 75 ms. Every silence heard must be an underrun hushd counted; the music must be back within two
         // periods of hushd's audio thread running again, fading in, and nothing may be left playing afterwards.
         //
         // When the thread ran again is hushd's own account: its underrun warning gives the longest gap between the
@@ -87,8 +88,10 @@ let faultChecks: [Check] = [
         )
         try waitForPlaying(1)
         let pid = try hushdPID()
-        let periodMs = 512.0 / 48
-        let buffered = 3 * periodMs
+        let period = try outputPeriod()
+        let periodMs = Double(period.frames) / 48
+        let buffered = period.queueMilliseconds
+        print("  music alone: \(period.frames)-frame periods, \(buffered) ms queued after each")
         for stopMs in [10, 50, 200] {
             struct Stop {
                 var heard: [Float] = []

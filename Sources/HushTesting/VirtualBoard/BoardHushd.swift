@@ -62,6 +62,25 @@ package func status() throws -> [String: Any] {
     return object
 }
 
+/// The output's period in force (R24) once the audio thread has taken the rule's, in frames, and the queue it
+/// keeps then, in milliseconds (status' `output.period` and `latencyMilliseconds`). Waits up to 5 s for the two to
+/// agree (a ruling takes effect at the thread's next period).
+package func outputPeriod() throws -> (frames: Int, queueMilliseconds: Double) {
+    let deadline = monotonicNow() + .seconds(5)
+    while true {
+        let output = try status()["output"] as? [String: Any]
+        if let period = output?["period"] as? [String: Any], let frames = period["frames"] as? Int,
+            frames == period["ruled"] as? Int, let queue = output?["latencyMilliseconds"] as? Double
+        {
+            return (frames, queue)
+        }
+        guard monotonicNow() < deadline else {
+            throw CheckFailure("hushd's status gives no settled output period: \(String(describing: output))")
+        }
+        sleep(.milliseconds(50))
+    }
+}
+
 /// Starts hushd on the virtual profile; waits until its socket answers.
 package func startHushd() throws {
     let command = "/payload/hushd --config \(e2eConfig) >>/tmp/hushd.log 2>&1 &"
