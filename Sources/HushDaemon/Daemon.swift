@@ -359,11 +359,14 @@ package final class Daemon {
             var everyone: [any LoopParticipant] = [InputParticipant(daemon: self)]
             everyone += participants
             if let signalWatcher { everyone.append(signalWatcher) }
-            // Streams need topping up and finished voices reporting while sound plays; without sound, sleep long;
-            // with the output idle nothing plays or moves, so only a descriptor or a deadline wakes the loop.
+            // hushd's own sounds need topping up (streamed files) and their ends reporting (clips) while they play:
+            // every 50 ms. Applications' streams need nothing of the loop while they play — their clients feed
+            // them and their sockets say when they end — so with only those, as without sound, once a second (20
+            // wake-ups a second fewer for a music player: docs/performance.md, R24). With the output idle nothing
+            // plays or moves, so only a descriptor or a deadline wakes the loop.
             let limit: Duration =
                 output?.isIdle == true
-                ? .seconds(86400) : audio.sessionsWithSound.isEmpty ? .seconds(1) : .milliseconds(50)
+                ? .seconds(86400) : audio.sessionsWithOwnSound.isEmpty ? .seconds(1) : .milliseconds(50)
             runLoopIteration(everyone, clock: clock, limit: limit)
             service()
         }

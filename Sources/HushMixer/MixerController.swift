@@ -37,6 +37,12 @@ public final class MixerController {
     /// The sessions that have a sound attached.
     public var attachedSessions: [SessionID] { slots.keys.sorted() }
 
+    /// The sessions whose sound is hushd's own — a clip that ends, a file streamed through a ring that needs
+    /// topping up — and not an application's stream, which the application feeds and ends.
+    public var sessionsWithOwnSound: [SessionID] {
+        slots.filter { pulls[$0.value] == nil }.keys.sorted()
+    }
+
     /// Gives `session` a sound on `bus`, paused at its start, at the gain the policy last set for it.
     public func attach(_ session: SessionID, bus: Bus, buffer: AudioBuffer, loop: Bool) throws(AttachError) {
         let format = engine.format

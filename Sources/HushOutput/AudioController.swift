@@ -219,6 +219,10 @@ package final class AudioController {
     /// The sessions that have a sound.
     package var sessionsWithSound: [SessionID] { mixer.attachedSessions }
 
+    /// The sessions whose sound hushd must look after while it plays: streamed files to top up, clips whose end
+    /// to report. An application's stream needs nothing of the loop while it plays.
+    package var sessionsWithOwnSound: [SessionID] { mixer.sessionsWithOwnSound }
+
     /// Clips held in memory, for status: how many and how many bytes.
     package var clipMemory: (count: Int, bytes: Int) {
         (clips.count, clips.values.reduce(0) { $0 + $1.frameCount * $1.channels * MemoryLayout<Float>.size })
