@@ -259,6 +259,9 @@ package final class AudioOutputThread: @unchecked Sendable {
         granted = output?.granted ?? requested
         self.priority = priority
         self.logger = logger
+        // The runtime makes a type's metadata the first time code needs it, and may allocate to do so: the types
+        // the audio thread first needs at a handover (a route change, often long after start) are made here.
+        Self.prepareMetadata()
         chosenPeriod.store(granted.periodFrames, ordering: .relaxed)
         pace.set(period: granted.periodFrames, queued: granted.queueFrames(forPeriod: granted.periodFrames))
         if let output {
@@ -699,23 +702,7 @@ package final class AudioOutputThread: @unchecked Sendable {
             }
             // A device whose period can grow paces here, before the mix, so that what the control side asked
             // since is in it; one with a fixed period paces in its write, as ever.
-            switch device.waitForRoom() {
-            case .written:
-                break
-            case .recovered:
-                counters.underruns.add(1, ordering: .relaxed)
-                engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
-                meter.split()
-            case .gone:
-                handBackLost()
-                meter.split()
-                continue
-            case .failed:
-                counters.writeErrors.add(1, ordering: .relaxed)
-                sleepFor(.milliseconds(10))
-                meter.split()
-                continue
-            }
+            guard settle(device.waitForRoom(), meter: &meter) else { continue }
             let start = monotonicNanoseconds()
             if previousStart != 0 { Self.raise(counters.longestGap, to: start - previousStart) }
             previousStart = start
@@ -745,22 +732,13 @@ package final class AudioOutputThread: @unchecked Sendable {
             if let hook = periodHook { hook.call(hook.context, mixed) }
             Self.raise(counters.longestRender, to: monotonicNanoseconds() - start)
             counters.periods.add(1, ordering: .relaxed)
-            switch device.write(buffer, frames: mixed) {
-            case .written:
+            let written = device.write(buffer, frames: mixed)
+            if case .written = written {
                 if meter.tick(frames: mixed, at: monotonicNanoseconds()) {
                     counters.measuredRate.store(meter.packed, ordering: .relaxed)
                 }
-            case .recovered:
-                counters.underruns.add(1, ordering: .relaxed)
-                engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
-                meter.split()
-            case .gone:
-                handBackLost()
-                meter.split()
-            case .failed:
-                counters.writeErrors.add(1, ordering: .relaxed)
-                sleepFor(.milliseconds(10))
-                meter.split()
+            } else {
+                _ = settle(written, meter: &meter)
             }
             if switching {
                 acceptHandover()
@@ -773,6 +751,39 @@ package final class AudioOutputThread: @unchecked Sendable {
                 previousStart = 0
             }
         }
+    }
+
+    /// After a wait or a write the device did not simply take: an underrun recovered is counted and faded in from,
+    /// a lost device handed back, a failure counted and slept on; each starts a new line of the device's clock.
+    /// Returns whether the period goes on (it does after a recovery, not after a loss or a failure).
+    private func settle(_ result: PCMWriteResult, meter: inout RateMeter) -> Bool {
+        switch result {
+        case .written:
+            return true
+        case .recovered:
+            counters.underruns.add(1, ordering: .relaxed)
+            engine.fadeInOutput(frames: engine.format.frames(recoveryFade))
+            meter.split()
+            return true
+        case .gone:
+            handBackLost()
+            meter.split()
+            return false
+        case .failed:
+            counters.writeErrors.add(1, ordering: .relaxed)
+            sleepFor(.milliseconds(10))
+            meter.split()
+            return false
+        }
+    }
+
+    /// Makes, on the control side, the metadata of the types the audio thread needs only at its first handover or
+    /// loss (the existential of a device, optional or not), so that making it never allocates on the audio thread.
+    /// Found by `audioThreadAllocatesNothing` run alone: 3 allocations in `acceptHandover`, through
+    /// `swift_getExistentialTypeMetadata`, when no handover had happened in the process before.
+    private static func prepareMetadata() {
+        let types: [Any.Type] = [(any PCMOutput).self, Optional<any PCMOutput>.self, Handover.self]
+        _ = types.count
     }
 
     /// Keeps the larger of `counter` and `value`. Only the audio thread raises; the control side takes the value

@@ -1,7 +1,10 @@
 #include "CAllocationCounter.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
@@ -46,8 +49,19 @@ extern void *__libc_memalign(size_t alignment, size_t size);
 extern void *__libc_valloc(size_t size);
 extern void *__libc_pvalloc(size_t size);
 
+/* HUSH_ALLOC_TRACE: each counted allocation's backtrace on stderr (backtrace may allocate: not traced again). */
+static _Thread_local bool tracing;
 static inline void counted_allocation(void) {
     if (counting) allocations += 1;
+    if (counting && !tracing && getenv("HUSH_ALLOC_TRACE")) {
+        tracing = true;
+        void *frames[24];
+        int n = backtrace(frames, 24);
+        backtrace_symbols_fd(frames, n, 2);
+        ssize_t written = write(2, "----\n", 5);
+        (void)written;
+        tracing = false;
+    }
 }
 
 void *malloc(size_t size) {

@@ -108,14 +108,7 @@ struct AdaptivePeriodTests {
 
     /// An engine with room for 1024-frame periods, playing a steady 0.5 on both channels.
     static func steadyEngine() throws -> (MixerEngine, MixerController) {
-        let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 1024))
-        let controller = MixerController(engine: engine)
-        let steady = AudioBuffer(frameCount: 4800, channels: 2, sampleRate: 48000) {
-            $0.update(repeating: 0.5, count: 9600)
-        }
-        try controller.attach(SessionID(1), bus: .music, buffer: steady, loop: true)
-        controller.apply(.resume(SessionID(1)))
-        return (engine, controller)
+        try HushOutputTests.steadyEngine(maxFrames: 1024)
     }
 
     /// Waits (up to 10 s) until the device has taken `count` writes.

@@ -163,16 +163,9 @@ struct AudioOutputThreadTests {
         }
     }
 
-    /// An engine playing a steady 0.5 on both channels, so a fade-in shows in the first samples of a period.
+    /// An engine with room for 240-frame periods, playing a steady 0.5 on both channels.
     static func steadyEngine() throws -> (MixerEngine, MixerController) {
-        let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: 240))
-        let controller = MixerController(engine: engine)
-        let steady = AudioBuffer(frameCount: 4800, channels: 2, sampleRate: 48000) {
-            $0.update(repeating: 0.5, count: 9600)
-        }
-        try controller.attach(SessionID(1), bus: .music, buffer: steady, loop: true)
-        controller.apply(.resume(SessionID(1)))
-        return (engine, controller)
+        try HushOutputTests.steadyEngine(maxFrames: 240)
     }
 
     /// Runs the control side's part (`service`) every 2 ms until `done` holds, for at most 5 s.

@@ -1,4 +1,5 @@
 import HushALSA
+import HushCore
 import HushMixer
 import HushOutput
 import Logging
@@ -55,4 +56,17 @@ extension AudioOutputThread {
             open: open
         )
     }
+}
+
+/// An engine with room for `maxFrames`-frame periods, playing a steady 0.5 on both channels (a fade-in shows in the
+/// first samples of a period, a gap or a click anywhere), and the controller that keeps the sound alive.
+func steadyEngine(maxFrames: Int) throws -> (MixerEngine, MixerController) {
+    let engine = MixerEngine(format: MixerFormat(sampleRate: 48000, channels: 2, maxFrames: maxFrames))
+    let controller = MixerController(engine: engine)
+    let steady = AudioBuffer(frameCount: 4800, channels: 2, sampleRate: 48000) {
+        $0.update(repeating: 0.5, count: 9600)
+    }
+    try controller.attach(SessionID(1), bus: .music, buffer: steady, loop: true)
+    controller.apply(.resume(SessionID(1)))
+    return (engine, controller)
 }

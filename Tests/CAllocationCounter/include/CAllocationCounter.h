@@ -6,6 +6,10 @@
 // switched counting on, so the test runner's other threads (Swift Testing runs suites side by side) never disturb
 // a count. swift-nio's allocation-counter tests hook the same functions.
 //
+// With HUSH_ALLOC_TRACE set in the environment, every allocation counted prints its backtrace on stderr (resolve
+// the addresses with addr2line -f -C -e THE_TEST_BINARY): what found the metadata the Swift runtime made on the
+// audio thread at its first handover.
+//
 // Under AddressSanitizer or ThreadSanitizer the hooks are left out: the sanitizer's own allocator must see every
 // allocation. hush_allocation_counter_installed() then answers false, and the tests skip themselves.
 #ifndef HUSH_ALLOCATION_COUNTER_H
