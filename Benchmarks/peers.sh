@@ -7,6 +7,7 @@
 # Usage: Benchmarks/peers.sh [HUSHD] [SECONDS] [ROUNDS]
 #   HUSHD    default .build/release/hushd; `make bench-peers` builds it and installs the peers (peer-tools)
 #   SECONDS  each measurement window (default 20); ROUNDS (default 3)
+# PEERS_STACKS: the stacks each round runs, in order (default "hush pipewire pulse"): a quicker look at one of them.
 # Environment: PEERS_DIR (default .build/peers) holds, unpacked and not installed, Debian's pipewire-alsa (installed,
 # it would make ALSA's `default` PipeWire for every program on the machine), pulseaudio (installed, it drops
 # /etc/alsa/conf.d/99-pulse.conf, which makes `default` PulseAudio for any program that reaches one, and turns
@@ -396,9 +397,7 @@ echo "hush beside PipeWire + WirePlumber and PulseAudio: $rounds rounds, ${secon
 started=$SECONDS
 for ((r = 1; r <= rounds; r++)); do
     echo "round $r" >&2
-    round hush
-    round pipewire
-    round pulse
+    for stack in ${PEERS_STACKS:-hush pipewire pulse}; do round "$stack"; done
 done
 echo "$rounds rounds in $((SECONDS - started)) s" >&2
 
