@@ -178,7 +178,7 @@ struct ALSAXrunTests {
             cycles
         ) {
             run in
-            if let reason = foundLate(run) { return reason }
+            if let reason = Self.foundLate(run) { return reason }
             #expect(run.cycles.count == 4, "\(run.text)")
             for cycle in run.cycles {
                 #expect(cycle.result == "EPIPE", "\(cycle): the first call after the stall reports the underrun")
@@ -193,7 +193,7 @@ struct ALSAXrunTests {
     @Test("capture: a recorder that stops reading for longer than its buffer is told of the overrun")
     func captureOverrun() throws {
         try Self.probing("capture overrun", "capture", ["move:300", "wait:300", "status:300"]) { run in
-            if let reason = foundLate(run) { return reason }
+            if let reason = Self.foundLate(run) { return reason }
             for cycle in run.cycles {
                 #expect(cycle.result == "EPIPE" && cycle.state == "XRUN", "\(cycle)")
             }
