@@ -8,6 +8,8 @@
 #   HUSHD    default .build/release/hushd; `make bench-peers` builds it and installs the peers (peer-tools)
 #   SECONDS  each measurement window (default 20); ROUNDS (default 3)
 # PEERS_STACKS: the stacks each round runs, in order (default "hush pipewire pulse"): a quicker look at one of them.
+# PEERS_START_DETAIL=1: hushd starts with LD_DEBUG=statistics, and each start says on stderr when hushd logged its
+# socket ready and how long its loader took (what an exec → socket figure is made of).
 # Environment: PEERS_DIR (default .build/peers) holds, unpacked and not installed, Debian's pipewire-alsa (installed,
 # it would make ALSA's `default` PipeWire for every program on the machine), pulseaudio (installed, it drops
 # /etc/alsa/conf.d/99-pulse.conf, which makes `default` PulseAudio for any program that reaches one, and turns
@@ -223,8 +225,10 @@ fifo = None
 if stack == "hush-first":
     fifo = os.open(os.path.join(work, "first.fifo"), os.O_RDONLY | os.O_NONBLOCK)
 started = time.monotonic()
+started_wall = time.time()
 if stack.startswith("hush"):
-    daemons = [spawn([hushd, "--config", os.path.join(work, "hushd.toml")], "hushd.log")]
+    env = dict(os.environ, LD_DEBUG="statistics") if os.environ.get("PEERS_START_DETAIL") else None
+    daemons = [spawn([hushd, "--config", os.path.join(work, "hushd.toml")], "hushd.log", env)]
     sock, device, conf = os.path.join(work, "control.sock"), "hush:music", os.path.join(work, "asound-hush.conf")
 elif stack == "pulse":
     # The unpacked package: its libpulsecore and its modules' libprotocol-*.so (their RUNPATHs name /usr/lib).
@@ -242,6 +246,21 @@ while (conn := connect(sock)) is None:
     if time.monotonic() - started > 20: sys.exit(f"{stack}: {sock} never accepted")
     time.sleep(0.001)
 socket_ms = (time.monotonic() - started) * 1000
+if stack.startswith("hush") and os.environ.get("PEERS_START_DETAIL"):
+    # Where hushd's start-up went: its own log stamps the socket's readiness (ms, wall clock), and with
+    # LD_DEBUG=statistics the loader says how long relocation took; printed to stderr, not in the table.
+    import datetime, re
+    text = open(os.path.join(work, "hushd.log"), errors="replace").read()
+    ready = [l for l in text.splitlines() if " control socket " in l and " ready " in l]
+    detail = []
+    if ready:
+        hms = ready[-1].split()[0]
+        day = datetime.datetime.fromtimestamp(started_wall).strftime("%Y-%m-%d ")
+        at = datetime.datetime.strptime(day + hms, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        detail.append(f"hushd logged its socket ready {(at - started_wall) * 1000:.0f} ms after exec")
+    loader = re.findall(r"total startup time in dynamic loader: ([0-9,.]+ \w+)", text)
+    if loader: detail.append(f"loader {loader[-1]}")
+    print(f"  {stack} start detail: " + "; ".join(detail), file=sys.stderr)
 if fifo is not None:
     reply = ask(conn, '{"command":"activate","id":1,"bus":"music","category":"playback"}')
     session = int(reply.split('"session":')[1].split(",")[0].split("}")[0])
