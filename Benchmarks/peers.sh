@@ -257,7 +257,9 @@ if stack.startswith("hush") and os.environ.get("PEERS_START_DETAIL"):
         hms = ready[-1].split()[0]
         day = datetime.datetime.fromtimestamp(started_wall).strftime("%Y-%m-%d ")
         at = datetime.datetime.strptime(day + hms, "%Y-%m-%d %H:%M:%S.%f").timestamp()
-        detail.append(f"hushd logged its socket ready {(at - started_wall) * 1000:.0f} ms after exec")
+        # The log is appended to across starts: a line from before this exec is an earlier start's.
+        if at >= started_wall - 0.001:
+            detail.append(f"hushd logged its socket ready {(at - started_wall) * 1000:.0f} ms after exec")
     loader = re.findall(r"total startup time in dynamic loader: ([0-9,.]+ \w+)", text)
     if loader: detail.append(f"loader {loader[-1]}")
     print(f"  {stack} start detail: " + "; ".join(detail), file=sys.stderr)

@@ -53,18 +53,20 @@ struct Gap: CustomStringConvertible {
     }
 }
 
-/// The gaps in `samples` (16 kHz) from `from` to `to` seconds.
-func gaps(in samples: [Float], from: Double, to: Double) -> [Gap] {
-    let a = min(samples.count, max(0, Int(from * Double(recordRate))))
-    let b = min(samples.count, max(a, Int(to * Double(recordRate))))
+/// The gaps in `samples` (`rate`: the microphone's recordings are 16 kHz) from `from` to `to` seconds.
+func gaps(in samples: [Float], from: Double, to: Double, rate: Int = recordRate) -> [Gap] {
+    let a = min(samples.count, max(0, Int(from * Double(rate))))
+    let b = min(samples.count, max(a, Int(to * Double(rate))))
     var found: [Gap] = []
     var run = 0
     for index in a..<b {
         if abs(samples[index]) < 1.5 / 32767 {
             run += 1
         } else {
-            if run >= recordRate / 1000 {
-                found.append(Gap(start: Double(index - run) / Double(recordRate), milliseconds: Double(run) / 16))
+            if run >= rate / 1000 {
+                found.append(
+                    Gap(start: Double(index - run) / Double(rate), milliseconds: Double(run) * 1000 / Double(rate))
+                )
             }
             run = 0
         }

@@ -86,34 +86,15 @@ func tonalPeak(_ hertz: Int, _ recording: Recording, from: Double, to: Double) -
 /// meanwhile about its output (its period, underruns, the policy's decisions) — `logFrom`: the log's length when
 /// the take began.
 func dip(_ hertz: Int, _ samples: [Float], from: Double, to: Double, logFrom: Int) -> String {
-    var quietest = (at: from, level: Double.infinity)
-    var t = from
-    while t + 0.05 <= to, Int((t + 0.05) * 48000) <= samples.count {
-        let level = ToneAnalysis.level(
-            of: Double(hertz),
-            in: samples[Int(t * 48000)..<Int((t + 0.05) * 48000)],
-            sampleRate: 48000
-        )
-        if level < quietest.level { quietest = (t, level) }
-        t += 0.05
-    }
-    var silences: [String] = []
-    var run = 0
-    for (index, sample) in samples.enumerated() {
-        if abs(sample) < 1.5 / 32767 {
-            run += 1
-            continue
-        }
-        if run >= 48 {
-            silences.append("\(DecimalText.fixed(Double(index - run) / 48000, places: 3)) s (\(run / 48) ms)")
-        }
-        run = 0
-    }
+    let quietest = windowLevels(Double(hertz), samples, from: from, to: to).min { $0.level < $1.level }
+    let silences = gaps(in: samples, from: 0, to: Double(samples.count) / 48000, rate: 48000)
     let log = String((readFile("/tmp/hushd.log") ?? "").dropFirst(logFrom)).split(separator: "\n").filter {
         $0.contains("output period") || $0.contains("underrun") || $0.contains("[R")
     }
-    return "the quietest window at \(DecimalText.fixed(quietest.at, places: 2)) s of the take "
-        + "(\(twoDecimals(quietest.level)) dBFS); digital silence in the take: \(silences); "
+    let window = quietest.map {
+        "the quietest window at \(DecimalText.fixed($0.at, places: 2)) s of the take (\(twoDecimals($0.level)) dBFS)"
+    }
+    return "\(window ?? "no whole window"); digital silence in the take: \(silences); "
         + "hushd's log meanwhile: \(log.suffix(12))"
 }
 

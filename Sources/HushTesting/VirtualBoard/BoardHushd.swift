@@ -169,21 +169,24 @@ package func stopHushd(signal: String = "TERM") {
     }
 }
 
-/// The level of `hz` in every 50 ms window from `from` to `to` seconds: (quietest, loudest).
-package func levels(_ hz: Double, _ samples: [Float], from: Double, to: Double) -> (min: Double, max: Double) {
-    var low = Double.infinity
-    var high = -Double.infinity
+/// The level of `hz` in each 50 ms window from `from` to `to` seconds, with where the window starts.
+package func windowLevels(_ hz: Double, _ samples: [Float], from: Double, to: Double) -> [(at: Double, level: Double)] {
+    var windows: [(at: Double, level: Double)] = []
     var t = from
     while t + 0.05 <= to {
         let a = Int(t * 48000)
         let b = Int((t + 0.05) * 48000)
         guard b <= samples.count else { break }
-        let value = ToneAnalysis.level(of: hz, in: samples[a..<b], sampleRate: 48000)
-        low = min(low, value)
-        high = max(high, value)
+        windows.append((t, ToneAnalysis.level(of: hz, in: samples[a..<b], sampleRate: 48000)))
         t += 0.05
     }
-    return (low, high)
+    return windows
+}
+
+/// The level of `hz` in every 50 ms window from `from` to `to` seconds: (quietest, loudest).
+package func levels(_ hz: Double, _ samples: [Float], from: Double, to: Double) -> (min: Double, max: Double) {
+    let windows = windowLevels(hz, samples, from: from, to: to).map(\.level)
+    return (windows.min() ?? .infinity, windows.max() ?? -.infinity)
 }
 
 nonisolated(unsafe) package let silenceSwitchLine = try? SimLine("silence-switch")
