@@ -59,7 +59,6 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CEvdev", pkgConfig: "libevdev", providers: [.apt(["libevdev-dev"])]),
-        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CLinux"),
         // The shared-memory stream layout (hush_wire.h), shared with the `hush` ALSA plugin, which is C and built
         // by the Makefile (Sources/hush-alsa-plugin): a SwiftPM library would carry the Swift runtime into mpd.
@@ -69,6 +68,9 @@ let package = Package(
         // toml++ (libtomlplusplus-dev, header-only C++) behind a plain C API: hushd's configuration parser. Its
         // .cpp says why its checks throw instead of abort.
         .target(name: "CTOMLShim"),
+        // libsndfile (libsndfile1-dev's header; the library and its seven codecs loaded with dlopen the first time a
+        // sound file is used, not at hushd's start: CSndfile.h says why).
+        .target(name: "CSndfile"),
         // webrtc-audio-processing (libwebrtc-audio-processing-dev: 0.3 on bookworm, 1.x on trixie) behind a plain C
         // API, one branch per generation: the voice processing of `voiceChat` (echo cancellation, noise suppression,
         // high-pass, automatic gain). CWebRTCAudioProcessing only carries the library's pkg-config flags to it.

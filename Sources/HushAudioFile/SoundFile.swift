@@ -53,10 +53,10 @@ public enum SoundFile {
         throws(SoundFileError) -> AudioBuffer
     {
         var info = SF_INFO()
-        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+        guard let file = hush_sf_open(path, Int32(SFM_READ), &info) else {
             throw SoundFileError(path: path, reason: describeOpenFailure(path))
         }
-        defer { sf_close(file) }
+        defer { hush_sf_close(file) }
         guard info.channels >= 1 else { throw SoundFileError(path: path, reason: "it declares no channels") }
         guard info.channels <= 2 else {
             throw SoundFileError(path: path, reason: "it has \(info.channels) channels; hush plays mono or stereo")
@@ -80,12 +80,12 @@ public enum SoundFile {
         var read: sf_count_t = 0
         let decoded = AudioBuffer(frameCount: capacity, channels: channels, sampleRate: Int(info.samplerate)) {
             samples in
-            read = sf_readf_float(file, samples, declared)
+            read = hush_sf_readf_float(file, samples, declared)
             let filled = max(0, Int(read)) * channels
             (samples + filled).initialize(repeating: 0, count: capacity * channels - filled)
         }
-        if sf_error(file) != 0 {
-            throw SoundFileError(path: path, reason: "decoding failed: \(String(cString: sf_strerror(file)))")
+        if hush_sf_error(file) != 0 {
+            throw SoundFileError(path: path, reason: "decoding failed: \(String(cString: hush_sf_strerror(file)))")
         }
         guard read > 0 else { throw SoundFileError(path: path, reason: "it holds no audio") }
         let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
@@ -129,10 +129,10 @@ public enum SoundFile {
     /// in memory and streaming it.
     public static func duration(of path: String) throws(SoundFileError) -> Double {
         var info = SF_INFO()
-        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+        guard let file = hush_sf_open(path, Int32(SFM_READ), &info) else {
             throw SoundFileError(path: path, reason: describeOpenFailure(path))
         }
-        defer { sf_close(file) }
+        defer { hush_sf_close(file) }
         guard info.samplerate > 0 else { throw SoundFileError(path: path, reason: "it declares no sample rate") }
         return Double(info.frames) / Double(info.samplerate)
     }
@@ -188,14 +188,14 @@ public enum SoundFile {
         info.samplerate = Int32(buffer.sampleRate)
         info.channels = Int32(buffer.channels)
         info.format = encoding.format
-        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw SoundFileError(path: path, reason: "cannot create it: \(String(cString: sf_strerror(nil)))")
+        guard let file = hush_sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError(path: path, reason: "cannot create it: \(String(cString: hush_sf_strerror(nil)))")
         }
         // Clip rather than wrap: float sources beyond full scale become full scale.
-        _ = sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
-        let written = sf_writef_float(file, buffer.samples, sf_count_t(buffer.frameCount))
-        let error = sf_error(file)
-        sf_close(file)
+        _ = hush_sf_command(file, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        let written = hush_sf_writef_float(file, buffer.samples, sf_count_t(buffer.frameCount))
+        let error = hush_sf_error(file)
+        hush_sf_close(file)
         guard written == buffer.frameCount, error == 0 else {
             throw SoundFileError(path: path, reason: "writing failed after \(written) frames")
         }
@@ -204,7 +204,7 @@ public enum SoundFile {
     static func describeOpenFailure(_ path: String) -> String {
         if access(path, F_OK) != 0 { return "no such file" }
         if access(path, R_OK) != 0 { return "permission denied" }
-        let text = String(cString: sf_strerror(nil))
+        let text = String(cString: hush_sf_strerror(nil))
         return "not a sound file libsndfile can read (\(text))"
     }
 }
@@ -223,12 +223,12 @@ extension SoundFile {
         info.samplerate = Int32(sampleRate)
         info.channels = Int32(channels)
         info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
-        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw SoundFileError(path: path, reason: "cannot create it: \(String(cString: sf_strerror(nil)))")
+        guard let file = hush_sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw SoundFileError(path: path, reason: "cannot create it: \(String(cString: hush_sf_strerror(nil)))")
         }
         let frames = samples.count / channels
-        let written = samples.withUnsafeBufferPointer { sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) }
-        sf_close(file)
+        let written = samples.withUnsafeBufferPointer { hush_sf_writef_short(file, $0.baseAddress, sf_count_t(frames)) }
+        hush_sf_close(file)
         guard written == frames else {
             throw SoundFileError(path: path, reason: "writing failed after \(written) frames")
         }
@@ -239,12 +239,12 @@ extension SoundFile {
         _ path: String
     ) throws(SoundFileError) -> (samples: [Int16], channels: Int, sampleRate: Int) {
         var info = SF_INFO()
-        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+        guard let file = hush_sf_open(path, Int32(SFM_READ), &info) else {
             throw SoundFileError(path: path, reason: describeOpenFailure(path))
         }
-        defer { sf_close(file) }
+        defer { hush_sf_close(file) }
         var samples = [Int16](repeating: 0, count: Int(info.frames) * Int(info.channels))
-        let read = samples.withUnsafeMutableBufferPointer { sf_readf_short(file, $0.baseAddress, info.frames) }
+        let read = samples.withUnsafeMutableBufferPointer { hush_sf_readf_short(file, $0.baseAddress, info.frames) }
         samples.removeLast(samples.count - Int(read) * Int(info.channels))
         return (samples, Int(info.channels), Int(info.samplerate))
     }

@@ -29,15 +29,15 @@ public final class SoundFileReader {
     /// Opens `path` for streaming at `sampleRate`. Errors name the file and the reason, as for ``SoundFile/load``.
     public init(_ path: String, sampleRate: Int, loop: Bool = false) throws(SoundFileError) {
         var info = SF_INFO()
-        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+        guard let file = hush_sf_open(path, Int32(SFM_READ), &info) else {
             throw SoundFileError(path: path, reason: SoundFile.describeOpenFailure(path))
         }
         guard (1...2).contains(info.channels) else {
-            sf_close(file)
+            hush_sf_close(file)
             throw SoundFileError(path: path, reason: "it has \(info.channels) channels; hush plays mono or stereo")
         }
         guard (1000...384_000).contains(info.samplerate) else {
-            sf_close(file)
+            hush_sf_close(file)
             throw SoundFileError(path: path, reason: "its sample rate, \(info.samplerate) Hz, is outside 1–384 kHz")
         }
         self.path = path
@@ -60,7 +60,7 @@ public final class SoundFileReader {
     }
 
     deinit {
-        sf_close(file)
+        hush_sf_close(file)
         if let converter { src_delete(converter) }
     }
 
@@ -104,7 +104,7 @@ public final class SoundFileReader {
 
     /// Goes back to the start.
     public func rewind() {
-        _ = sf_seek(file, 0, SEEK_SET)
+        _ = hush_sf_seek(file, 0, SEEK_SET)
         if let converter { src_reset(converter) }
         inputFrames = 0
         inputOffset = 0
@@ -113,7 +113,7 @@ public final class SoundFileReader {
     }
 
     private func refill() {
-        let count = input.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, 4096) }
+        let count = input.withUnsafeMutableBufferPointer { hush_sf_readf_float(file, $0.baseAddress, 4096) }
         inputFrames = Int(max(0, count))
         // A damaged float file streams on, but what is not a number or absurdly loud (see SoundFile.load, which
         // refuses such a file) becomes silence before the resampler or the mixer sees it.
@@ -128,12 +128,12 @@ public final class SoundFileReader {
                 return
             }
             if loop && count == 0 {
-                _ = sf_seek(file, 0, SEEK_SET)
+                _ = hush_sf_seek(file, 0, SEEK_SET)
                 refill()
                 return
             }
             if !loop { sourceEnded = count == 0 }
-            if loop && count > 0 { _ = sf_seek(file, 0, SEEK_SET) }
+            if loop && count > 0 { _ = hush_sf_seek(file, 0, SEEK_SET) }
         }
     }
 }

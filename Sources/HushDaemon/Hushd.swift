@@ -27,7 +27,9 @@ package struct Hushd: ParsableCommand {
             configuration file it runs on the built-in default board, where this terminal's keys stand in for the \
             controls. The offline renderer is hush-render.
             """,
-        version: versionText,
+        // The libraries' versions only when asked: libsndfile's is the library's own answer, and loading it (with
+        // its seven codecs) is what hushd's start leaves until a sound file is first used (CSndfile.h).
+        version: CommandLine.arguments.dropFirst().contains("--version") ? versionText : "hushd \(version)",
         subcommands: [HushdRun.self, HushdCheckConfig.self, HushdPolicyConsole.self, HushdPlay.self],
         defaultSubcommand: HushdRun.self
     )

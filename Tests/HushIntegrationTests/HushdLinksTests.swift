@@ -1,5 +1,11 @@
 import Foundation
+import HushAudioFile
+import HushCore
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The board's hushd carries no plotter and no hush-render command line: they are HushRenderTool's, which only
 /// hush-render links (docs/architecture.md). The release binary is checked by .ci/check-hushd-links.sh; this checks
@@ -37,5 +43,51 @@ struct HushdLinksTests {
         let plotter = hushd.filter(Self.plotter)
         #expect(plotter.isEmpty, "hushd links the plotter: \(plotter.prefix(5))")
         #expect(try Self.symbols("hush-render").contains { $0.contains("12TimelinePlot") })
+    }
+
+    /// The libraries mapped into a running process, by file name (/proc/PID/maps).
+    static func mappedLibraries(_ pid: pid_t) throws -> Set<String> {
+        // Read to the end: /proc files say their size is 0, and a long map comes in several reads.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/maps") else {
+            throw HushdTestFailure("cannot open /proc/\(pid)/maps")
+        }
+        defer { try? handle.close() }
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        return Set(
+            maps.split(separator: "\n").compactMap { line in
+                line.split(separator: " ", omittingEmptySubsequences: true).last.flatMap {
+                    $0.hasPrefix("/") ? String($0.split(separator: "/").last ?? "") : nil
+                }
+            }
+        )
+    }
+
+    /// libsndfile and its seven codecs are opened with dlopen when a sound file is first used, not at start
+    /// (CSndfile.h): on the real hushd, listening with no file played, none of them is mapped; after a `play` of a
+    /// WAV file, libsndfile is, and the sound plays.
+    @Test("hushd maps libsndfile and its codecs only once a sound file is played")
+    func soundFileLibraryOnFirstUse() throws {
+        let hushd = try HushdProcess()
+        let codecs = ["libsndfile", "libFLAC", "libvorbis", "libopus", "libogg", "libmpg123", "libmp3lame"]
+        func mapped() throws -> [String] {
+            try Self.mappedLibraries(hushd.pid).filter { name in codecs.contains { name.hasPrefix($0 + ".") } }.sorted()
+        }
+        let client = try hushd.connect()
+        _ = try client.status()
+        #expect(try mapped() == [], "hushd loaded them before any sound file was used")
+        let path = hushd.soundDirectory + "/tone.wav"
+        try SoundFile.write(AudioBuffer(frameCount: 4800, channels: 1, sampleRate: 48000), to: path)
+        let activated = try client.call(#""command":"activate","bus":"effect","category":"ambient""#)
+        let session = try #require(activated["session"] as? Int, "\(activated)")
+        let played = try client.call(#""command":"play","session":\#(session),"sound":"\#(path)""#)
+        #expect(played["ok"] as? Bool == true, "\(played)")
+        // The file may be opened after the reply, and /proc/PID/maps is read in pieces, so a line can be missed
+        // while the loader maps: read again until it shows (or 5 s pass).
+        var after = try mapped()
+        for _ in 0..<100 where !after.contains(where: { $0.hasPrefix("libsndfile.") }) {
+            usleep(50_000)
+            after = try mapped()
+        }
+        #expect(after.contains { $0.hasPrefix("libsndfile.") }, "no libsndfile mapped after a play: \(after)")
     }
 }

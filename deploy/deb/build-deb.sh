@@ -138,6 +138,10 @@ depends="$(cd "$work" && DEB_HOST_ARCH="$arch" "${shlibdeps[@]}" 2>"$work/shlibd
     { cat "$work/shlibdeps.err" >&2; die "dpkg-shlibdeps failed"; }
 depends="${depends#shlibs:Depends=}"
 [ -n "$depends" ] || die "dpkg-shlibdeps found no dependency"
+# What hushd opens with dlopen when first needed, which no NEEDED entry shows dpkg-shlibdeps: libsndfile (and its
+# codecs) the first time a sound file is used (Sources/CSndfile). The floor is libsndfile1's shlibs file's in bookworm;
+# the package has the same name in trixie.
+depends="$depends, libsndfile1 (>= 1.2.0)"
 # systemd-sysusers and systemd-tmpfiles run in postinst; debhelper names them the same way.
 depends="$depends, systemd | systemd-standalone-sysusers | systemd-sysusers, systemd | systemd-standalone-tmpfiles | systemd-tmpfiles"
 
