@@ -9,26 +9,6 @@
 //   HushTesting (deterministic fakes) is used by tests only.
 import PackageDescription
 
-#if canImport(Foundation)
-import Foundation
-#endif
-
-/// webrtc-audio-processing's pkg-config name says its generation: trixie's 1.x is "webrtc-audio-processing-1",
-/// bookworm's 0.3 "webrtc-audio-processing" (Sources/CVoiceProcessing has a branch for each). pkg-config is asked
-/// with the environment the build runs in, so a cross build's PKG_CONFIG_LIBDIR picks its sysroot's.
-let webrtcAudioProcessing: String = {
-    #if os(Linux)
-    let probe = Process()
-    probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    probe.arguments = ["pkg-config", "--exists", "webrtc-audio-processing-1"]
-    if (try? probe.run()) != nil {
-        probe.waitUntilExit()
-        if probe.terminationStatus == 0 { return "webrtc-audio-processing-1" }
-    }
-    #endif
-    return "webrtc-audio-processing"
-}()
-
 let package = Package(
     name: "hush",
     platforms: [.macOS(.v15)],
@@ -73,13 +53,18 @@ let package = Package(
         .target(name: "CSndfile"),
         // webrtc-audio-processing (libwebrtc-audio-processing-dev: 0.3 on bookworm, 1.x on trixie) behind a plain C
         // API, one branch per generation: the voice processing of `voiceChat` (echo cancellation, noise suppression,
-        // high-pass, automatic gain). CWebRTCAudioProcessing only carries the library's pkg-config flags to it.
-        .systemLibrary(
-            name: "CWebRTCAudioProcessing",
-            pkgConfig: webrtcAudioProcessing,
-            providers: [.apt(["libwebrtc-audio-processing-dev"])]
+        // high-pass, automatic gain). The library is opened with dlopen when the first processor is made, not linked:
+        // only its headers are needed here, under the include directory each generation's .pc names, reached
+        // through `system-include` (a link to /usr/include: a header search path must lie inside the target; in the
+        // cross build's chroot it is the sysroot's). The one that is missing is an -I clang ignores.
+        .target(
+            name: "CVoiceProcessing",
+            exclude: ["system-include"],
+            cxxSettings: [
+                .headerSearchPath("system-include/webrtc_audio_processing"),
+                .headerSearchPath("system-include/webrtc-audio-processing-1"),
+            ]
         ),
-        .target(name: "CVoiceProcessing", dependencies: ["CWebRTCAudioProcessing"]),
 
         // MARK: Vocabulary and policy.
         .target(name: "HushCore"),

@@ -30,8 +30,13 @@
 #error "webrtc-audio-processing's headers were not found: apt-get install libwebrtc-audio-processing-dev"
 #endif
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include <cstddef>
+#include <cstdio>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "CVoiceProcessing.h"
@@ -52,6 +57,84 @@ struct hush_voice {
 };
 
 namespace {
+
+// The library is opened with dlopen the first time a processor is made, not when hushd starts: a board that never
+// takes a call never loads it (nor, with 1.x, the Abseil libraries it needs), and hushd's start maps one file less
+// (docs/performance.md, "Start-up"). Only the functions that make a processor are looked up by name; everything
+// else the shim calls is virtual or inline in the library's header. Their types come from that header in an
+// unevaluated context (decltype), so a header that changed them would not compile against these lookups. A member
+// function is called as a function whose first parameter is the object: the Itanium C++ ABI (x86-64 and AArch64)
+// passes `this` that way, after the hidden slot of a class-type return value.
+#if HUSH_WEBRTC_GENERATION == 1
+constexpr const char *kSoname = "libwebrtc-audio-processing-1.so.3";
+using Builder = webrtc::AudioProcessingBuilder;
+using Created = decltype(std::declval<Builder &>().Create());
+struct Library {
+    void (*construct)(Builder *);
+    void (*destroy)(Builder *);
+    Created (*create)(Builder *);
+    // AudioProcessingStats' destructor is out of line too: GetStatistics() (virtual) makes the object in the
+    // caller's storage, and this ends it.
+    void (*destroy_statistics)(webrtc::AudioProcessingStats *);
+} library;
+#else
+constexpr const char *kSoname = "libwebrtc_audio_processing.so.1";
+using Created = decltype(webrtc::AudioProcessing::Create(std::declval<const webrtc::Config &>()));
+struct Library {
+    Created (*create)(const webrtc::Config &);
+} library;
+#endif
+pthread_once_t library_once = PTHREAD_ONCE_INIT;
+bool library_loaded = false;
+char library_failure[512];
+
+void *find(void *handle, const char *symbol) {
+    void *address = dlsym(handle, symbol);
+    if (address == nullptr && library_failure[0] == 0)
+        std::snprintf(library_failure, sizeof library_failure, "%s has no %s: not the webrtc-audio-processing hush was "
+                      "built for", kSoname, symbol);
+    return address;
+}
+
+void load_library() {
+    void *handle = dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+        const char *why = dlerror();
+        std::snprintf(library_failure, sizeof library_failure, "%s could not be loaded: %s", kSoname,
+                      why != nullptr ? why : "unknown error");
+        return;
+    }
+#if HUSH_WEBRTC_GENERATION == 1
+    library.construct = reinterpret_cast<void (*)(Builder *)>(find(handle, "_ZN6webrtc22AudioProcessingBuilderC1Ev"));
+    library.destroy = reinterpret_cast<void (*)(Builder *)>(find(handle, "_ZN6webrtc22AudioProcessingBuilderD1Ev"));
+    library.create = reinterpret_cast<Created (*)(Builder *)>(find(handle, "_ZN6webrtc22AudioProcessingBuilder6CreateEv"));
+    library.destroy_statistics = reinterpret_cast<void (*)(webrtc::AudioProcessingStats *)>(
+        find(handle, "_ZN6webrtc20AudioProcessingStatsD1Ev"));
+    library_loaded = library.construct != nullptr && library.destroy != nullptr && library.create != nullptr &&
+                     library.destroy_statistics != nullptr;
+#else
+    library.create = reinterpret_cast<Created (*)(const webrtc::Config &)>(
+        find(handle, "_ZN6webrtc15AudioProcessing6CreateERKNS_6ConfigE"));
+    library_loaded = library.create != nullptr;
+#endif
+}
+
+bool load() {
+    pthread_once(&library_once, load_library);
+    return library_loaded;
+}
+
+#if HUSH_WEBRTC_GENERATION == 1
+/// AudioProcessingBuilder().Create(), through the library opened above.
+Created build() {
+    alignas(Builder) unsigned char storage[sizeof(Builder)];
+    Builder *builder = reinterpret_cast<Builder *>(storage);
+    library.construct(builder);
+    Created made = library.create(builder);
+    library.destroy(builder);
+    return made;
+}
+#endif
 
 void fail(int *step, int *code, hush_voice_step what, int library_code) {
     if (step != nullptr) *step = what;
@@ -97,11 +180,17 @@ extern "C" {
 
 int hush_voice_generation(void) { return HUSH_WEBRTC_GENERATION; }
 
+const char *hush_voice_load_failure(void) { return load() ? nullptr : library_failure; }
+
 hush_voice *hush_voice_create(const hush_voice_config *config, int *failed_step, int *failed_code) {
     fail(failed_step, failed_code, HUSH_VOICE_STEP_NONE, 0);
     if (config == nullptr || config->sample_rate <= 0 || config->sample_rate % 100 != 0 ||
         config->reference_channels < 1 || config->reference_channels > 2) {
         fail(failed_step, failed_code, HUSH_VOICE_STEP_FORMAT, webrtc::AudioProcessing::kBadParameterError);
+        return nullptr;
+    }
+    if (!load()) {
+        fail(failed_step, failed_code, HUSH_VOICE_STEP_LIBRARY, 0);
         return nullptr;
     }
     try {
@@ -120,13 +209,14 @@ hush_voice *hush_voice_create(const hush_voice_config *config, int *failed_step,
         processing.reverse_input_stream() = voice->reference_stream;
         processing.reverse_output_stream() = voice->reference_stream;
 #if HUSH_WEBRTC_GENERATION == 1
-        voice->apm = rtc::scoped_refptr<webrtc::AudioProcessing>(webrtc::AudioProcessingBuilder().Create());
+        voice->apm = rtc::scoped_refptr<webrtc::AudioProcessing>(build());
         if (!voice->apm) {
             delete voice;
             fail(failed_step, failed_code, HUSH_VOICE_STEP_CREATE, webrtc::AudioProcessing::kCreationFailedError);
             return nullptr;
         }
-        webrtc::AudioProcessing::Config settings;
+        // From the processor, not default-constructed here: Config's Pipeline has an out-of-line constructor.
+        webrtc::AudioProcessing::Config settings = voice->apm->GetConfig();
         settings.echo_canceller.enabled = config->echo_cancellation != 0;
         settings.echo_canceller.mobile_mode = false;
         settings.noise_suppression.enabled = config->noise_suppression != 0;
@@ -153,7 +243,7 @@ hush_voice *hush_voice_create(const hush_voice_config *config, int *failed_step,
         extra.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(false));
         // The experimental AGC steers an analog microphone level hush does not have.
         extra.Set<webrtc::ExperimentalAgc>(new webrtc::ExperimentalAgc(false));
-        voice->apm = webrtc::AudioProcessing::Create(extra);
+        voice->apm = library.create(extra);
         if (voice->apm == nullptr) {
             delete voice;
             fail(failed_step, failed_code, HUSH_VOICE_STEP_CREATE, webrtc::AudioProcessing::kCreationFailedError);
@@ -213,19 +303,22 @@ int hush_voice_process(hush_voice *voice, const float *capture, float *output, s
 int hush_voice_get_statistics(hush_voice *voice, hush_voice_statistics *statistics) {
     *statistics = hush_voice_statistics{};
 #if HUSH_WEBRTC_GENERATION == 1
-    webrtc::AudioProcessingStats stats = voice->apm->GetStatistics();
-    if (stats.echo_return_loss_enhancement) {
+    // Made in place by the (virtual) GetStatistics and ended by the library's own destructor (see Library).
+    alignas(webrtc::AudioProcessingStats) unsigned char storage[sizeof(webrtc::AudioProcessingStats)];
+    webrtc::AudioProcessingStats *stats = ::new (storage) webrtc::AudioProcessingStats(voice->apm->GetStatistics());
+    if (stats->echo_return_loss_enhancement) {
         statistics->has_erle = 1;
-        statistics->erle_db = *stats.echo_return_loss_enhancement;
+        statistics->erle_db = *stats->echo_return_loss_enhancement;
     }
-    if (stats.echo_return_loss) {
+    if (stats->echo_return_loss) {
         statistics->has_erl = 1;
-        statistics->erl_db = *stats.echo_return_loss;
+        statistics->erl_db = *stats->echo_return_loss;
     }
-    if (stats.delay_ms) {
+    if (stats->delay_ms) {
         statistics->has_delay = 1;
-        statistics->delay_ms = *stats.delay_ms;
+        statistics->delay_ms = *stats->delay_ms;
     }
+    library.destroy_statistics(stats);
     return webrtc::AudioProcessing::kNoError;
 #else
     if (!voice->config.echo_cancellation) return webrtc::AudioProcessing::kNoError;

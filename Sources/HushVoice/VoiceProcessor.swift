@@ -98,6 +98,8 @@ public enum VoiceProcessorError: Error, Equatable, CustomStringConvertible {
     case blockLength(what: String, expected: Int, got: Int)
     /// The library refused a block.
     case processing(what: String, code: Int32, name: String)
+    /// webrtc-audio-processing could not be opened (it is loaded when the first processor is made): why.
+    case libraryUnavailable(String)
 
     public var description: String {
         switch self {
@@ -111,6 +113,8 @@ public enum VoiceProcessorError: Error, Equatable, CustomStringConvertible {
             "\(what) takes blocks of \(expected) frames (10 ms), not \(got)"
         case .processing(let what, let code, let name):
             "webrtc-audio-processing \(VoiceProcessor.libraryGeneration) failed to \(what): \(name) (\(code))"
+        case .libraryUnavailable(let why):
+            "voice processing is unavailable: \(why) (is webrtc-audio-processing's package installed?)"
         }
     }
 }
@@ -152,6 +156,9 @@ public final class VoiceProcessor {
         var step: Int32 = 0
         var code: Int32 = 0
         guard let handle = hush_voice_create(&settings, &step, &code) else {
+            if step == Int32(HUSH_VOICE_STEP_LIBRARY.rawValue), let why = hush_voice_load_failure() {
+                throw .libraryUnavailable(String(cString: why))
+            }
             throw .refused(step: Self.stepName(step, configuration), code: code, name: Self.errorName(code))
         }
         self.handle = handle

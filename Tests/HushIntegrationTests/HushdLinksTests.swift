@@ -63,9 +63,9 @@ struct HushdLinksTests {
     }
 
     /// libsndfile and its seven codecs are opened with dlopen when a sound file is first used, not at start
-    /// (CSndfile.h): on the real hushd, listening with no file played, none of them is mapped; after a `play` of a
-    /// WAV file, libsndfile is, and the sound plays.
-    @Test("hushd maps libsndfile and its codecs only once a sound file is played")
+    /// (CSndfile.h), and webrtc-audio-processing when a call's first processor is made: on the real hushd,
+    /// listening with no file played, none of them is mapped; after a `play` of a WAV file, libsndfile is.
+    @Test("hushd maps libsndfile and its codecs only once a sound file is played, webrtc not at start")
     func soundFileLibraryOnFirstUse() throws {
         let hushd = try HushdProcess()
         let codecs = ["libsndfile", "libFLAC", "libvorbis", "libopus", "libogg", "libmpg123", "libmp3lame"]
@@ -75,6 +75,9 @@ struct HushdLinksTests {
         let client = try hushd.connect()
         _ = try client.status()
         #expect(try mapped() == [], "hushd loaded them before any sound file was used")
+        // Nor webrtc-audio-processing (CVoiceProcessing), opened when the first call's processor is made.
+        let voice = try Self.mappedLibraries(hushd.pid).filter { $0.hasPrefix("libwebrtc") }
+        #expect(voice.isEmpty, "hushd loaded webrtc-audio-processing before any call: \(voice)")
         let path = hushd.soundDirectory + "/tone.wav"
         try SoundFile.write(AudioBuffer(frameCount: 4800, channels: 1, sampleRate: 48000), to: path)
         let activated = try client.call(#""command":"activate","bus":"effect","category":"ambient""#)

@@ -158,8 +158,22 @@ done
 for payload in ${payloads[@]+"${payloads[@]}"}; do
     if [ -d "$payload" ]; then cp -a "$payload"/. "$rootfs/payload/"; else cp -a "$payload" "$rootfs/payload/"; fi
 done
+# hushd opens libsndfile and webrtc-audio-processing with dlopen when it first needs them, which ldd does not list
+# (deploy/dlopened-libraries.sh): they and what they need go in beside it.
+copy_dlopened() {
+    local file="$1" soname path
+    is_elf "$file" || return 0
+    for soname in $("$root/deploy/dlopened-libraries.sh" "$file" 2>/dev/null); do
+        path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ { print $NF; exit }')
+        [ -n "$path" ] || die "$(basename "$file") opens $soname, which this machine does not have"
+        mkdir -p "$rootfs$(dirname "$path")"
+        [ -e "$rootfs$path" ] || cp -L "$path" "$rootfs$path"
+        copy_libraries "$path"
+    done
+}
 while IFS= read -r -d '' file; do
     copy_libraries "$file"
+    copy_dlopened "$file"
 done < <(find "$rootfs/payload" -type f -print0)
 while read -r needed hint; do
     [ -n "$needed" ] || continue

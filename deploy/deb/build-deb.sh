@@ -110,21 +110,39 @@ mkdir -p "$work/debian"
 printf 'Source: hush\n\nPackage: hush\nArchitecture: any\n' >"$work/debian/control"
 objects=("$tree/usr/bin/hushd" "$tree/usr/bin/hushctl" "$installed_plugin")
 shlibdeps=(dpkg-shlibdeps -O -e"${objects[0]}" -e"${objects[1]}" -e"${objects[2]}")
+# What hushd opens with dlopen when first needed, which no NEEDED entry shows dpkg-shlibdeps (libsndfile,
+# webrtc-audio-processing): their packages join Depends below.
+dlopened="$("$root/deploy/dlopened-libraries.sh" "$tree/usr/bin/hushd")" || die "cannot tell what hushd opens with dlopen"
+# The package of a soname as Debian names it (libfoo.so.N: libfooN; glibc's several in libc6).
+package_of() {
+    local soname="$1" base number
+    case "$soname" in
+        libc.so.* | libm.so.* | ld-linux*.so.* | libpthread.so.* | libdl.so.* | librt.so.*) echo libc6 ;;
+        # Abseil (webrtc-audio-processing 1.x links it): one package for all its libraries, named by its date.
+        libabsl_*.so.*) echo "libabsl${soname##*.so.}" ;;
+        *.so.*)
+            base="${soname%%.so.*}" number="${soname##*.so.}"
+            [[ "$base" =~ [0-9]$ ]] && base="$base-"
+            echo "$base$number" | tr '[:upper:]_' '[:lower:]-'
+            ;;
+        *) die "cannot name the package of $soname" ;;
+    esac
+}
+# A dlopen'd soname's dependency as its package's shlibs file gives it ("libsndfile1 (>= 1.2.0)").
+shlibs_of() {
+    local soname="$1" file="$2"
+    [ -f "$file" ] || die "no shlibs file $file for $soname"
+    local line
+    line="$(awk -v b="${soname%%.so.*}" -v n="${soname##*.so.}" '$1 == b && $2 == n { $1 = ""; $2 = ""; sub(/^ +/, ""); print; exit }' "$file")"
+    [ -n "$line" ] || die "$file has no line for $soname"
+    echo "$line"
+}
+extra=""
 if [ "$arch" != "$(dpkg --print-architecture)" ] || [ "$suite" != "$host_suite" ]; then
     target="$root/.build/deb/$suite-$arch"
     packages=() needs=""
-    for soname in $(for o in "${objects[@]}"; do readelf -d "$o"; done | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u); do
-        case "$soname" in
-            libc.so.* | libm.so.* | ld-linux*.so.* | libpthread.so.* | libdl.so.* | librt.so.*) package=libc6 ;;
-            # Abseil (webrtc-audio-processing 1.x links it): one package for all its libraries, named by its date.
-            libabsl_*.so.*) package="libabsl${soname##*.so.}" ;;
-            *.so.*)
-                base="${soname%%.so.*}" number="${soname##*.so.}"
-                [[ "$base" =~ [0-9]$ ]] && base="$base-"
-                package="$(echo "$base$number" | tr '[:upper:]_' '[:lower:]-')"
-                ;;
-            *) die "cannot name the package of $soname" ;;
-        esac
+    for soname in $( { for o in "${objects[@]}"; do readelf -d "$o"; done | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; echo "$dlopened"; } | sort -u); do
+        package="$(package_of "$soname")"
         packages+=("$package")
         needs="${needs:+$needs, }$soname ($package)"
     done
@@ -133,15 +151,22 @@ if [ "$arch" != "$(dpkg --print-architecture)" ] || [ "$suite" != "$host_suite" 
         die "the binaries need $needs; are they built against $suite's libraries?"
     for package in "${packages[@]}"; do shlibdeps+=(-S"$target/pkg/$package"); done
     shlibdeps+=(-l"$target/root/usr/lib/$multiarch" -l"$target/root/lib/$multiarch")
+    for soname in $dlopened; do
+        extra="$extra, $(shlibs_of "$soname" "$target/pkg/$(package_of "$soname")/DEBIAN/shlibs")"
+    done
+else
+    for soname in $dlopened; do
+        package="$(package_of "$soname")"
+        file="/var/lib/dpkg/info/$package:$arch.shlibs"
+        [ -f "$file" ] || file="/var/lib/dpkg/info/$package.shlibs"
+        extra="$extra, $(shlibs_of "$soname" "$file")"
+    done
 fi
 depends="$(cd "$work" && DEB_HOST_ARCH="$arch" "${shlibdeps[@]}" 2>"$work/shlibdeps.err")" ||
     { cat "$work/shlibdeps.err" >&2; die "dpkg-shlibdeps failed"; }
 depends="${depends#shlibs:Depends=}"
 [ -n "$depends" ] || die "dpkg-shlibdeps found no dependency"
-# What hushd opens with dlopen when first needed, which no NEEDED entry shows dpkg-shlibdeps: libsndfile (and its
-# codecs) the first time a sound file is used (Sources/CSndfile). The floor is libsndfile1's shlibs file's in bookworm;
-# the package has the same name in trixie.
-depends="$depends, libsndfile1 (>= 1.2.0)"
+depends="$depends$extra"
 # systemd-sysusers and systemd-tmpfiles run in postinst; debhelper names them the same way.
 depends="$depends, systemd | systemd-standalone-sysusers | systemd-sysusers, systemd | systemd-standalone-tmpfiles | systemd-tmpfiles"
 

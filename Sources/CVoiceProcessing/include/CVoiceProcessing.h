@@ -38,6 +38,8 @@ typedef enum hush_voice_step {
     HUSH_VOICE_STEP_HIGH_PASS_FILTER = 5,
     HUSH_VOICE_STEP_AUTOMATIC_GAIN = 6,
     HUSH_VOICE_STEP_MEMORY = 7,
+    /// The library could not be opened (hush_voice_load_failure says why).
+    HUSH_VOICE_STEP_LIBRARY = 8,
 } hush_voice_step;
 
 /// The canceller's own figures; a `has_` field of 0 means the library has none (yet, or in this generation).
@@ -57,6 +59,9 @@ typedef struct hush_voice hush_voice;
 
 /// 3 for 0.3, 1 for 1.x: which branch this build compiled.
 int hush_voice_generation(void);
+
+/// Why the library could not be loaded, or NULL when it is loaded (loading it now if need be).
+const char *hush_voice_load_failure(void);
 
 /// A processor ready for blocks of `sample_rate / 100` frames, or NULL with `*failed_step` and `*failed_code` (the
 /// library's error code, 0 when it gave none) saying what was refused.

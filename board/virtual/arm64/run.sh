@@ -180,8 +180,9 @@ for tool in $(sed -n 's/^# vboard-tools://p' "$scenario_file"); do
     cp "$cache/tools/root/usr/bin/$tool" "$rootfs/usr/bin/$tool"
 done
 
-# Shared libraries: every DT_NEEDED of every arm64 ELF file in the root, found in the chroot's arm64 multiarch
-# directories, until nothing new is needed.
+# Shared libraries: every DT_NEEDED of every arm64 ELF file in the root, and what hushd opens with dlopen when it
+# first needs it (libsndfile, webrtc-audio-processing: deploy/dlopened-libraries.sh), found in the chroot's arm64
+# multiarch directories, until nothing new is needed.
 is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
 libdir="$rootfs/usr/lib/aarch64-linux-gnu"
 pending=()
@@ -189,7 +190,8 @@ while IFS= read -r -d '' file; do is_elf "$file" && pending+=("$file"); done < <
 while [ ${#pending[@]} -gt 0 ]; do
     file="${pending[0]}"
     pending=("${pending[@]:1}")
-    for library in $(readelf -d "$file" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    for library in $(readelf -d "$file" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'
+        "$root/deploy/dlopened-libraries.sh" "$file" 2>/dev/null); do
         [ -e "$libdir/$library" ] && continue
         found=""
         for dir in "$chroot_root/usr/lib/aarch64-linux-gnu" "$chroot_root/lib/aarch64-linux-gnu" \
