@@ -164,7 +164,8 @@ copy_dlopened() {
     local file="$1" soname path
     is_elf "$file" || return 0
     for soname in $("$root/deploy/dlopened-libraries.sh" "$file" 2>/dev/null); do
-        path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ { print $NF; exit }')
+        # awk reads to the end: leaving early would end ldconfig with SIGPIPE, which pipefail makes fatal.
+        path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && !found { print $NF; found = 1 }')
         [ -n "$path" ] || die "$(basename "$file") opens $soname, which this machine does not have"
         mkdir -p "$rootfs$(dirname "$path")"
         [ -e "$rootfs$path" ] || cp -L "$path" "$rootfs$path"
