@@ -68,13 +68,6 @@ int hush_sf_load(void) {
     return loaded;
 }
 
-int hush_sf_is_loaded(void) {
-    void *library = dlopen(HUSH_SNDFILE_SONAME, RTLD_NOW | RTLD_NOLOAD);
-    if (library == NULL) return 0;
-    dlclose(library); // RTLD_NOLOAD counted one more reference
-    return 1;
-}
-
 SNDFILE *hush_sf_open(const char *path, int mode, SF_INFO *info) {
     return hush_sf_load() ? sf.open(path, mode, info) : NULL;
 }

@@ -204,6 +204,8 @@ public enum SoundFile {
     static func describeOpenFailure(_ path: String) -> String {
         if access(path, F_OK) != 0 { return "no such file" }
         if access(path, R_OK) != 0 { return "permission denied" }
+        // libsndfile is opened on first use (CSndfile.h): when it cannot be, the file is not to blame.
+        if hush_sf_load() == 0 { return String(cString: hush_sf_strerror(nil)) }
         let text = String(cString: hush_sf_strerror(nil))
         return "not a sound file libsndfile can read (\(text))"
     }

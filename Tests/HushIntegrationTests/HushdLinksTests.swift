@@ -84,13 +84,43 @@ struct HushdLinksTests {
         let session = try #require(activated["session"] as? Int, "\(activated)")
         let played = try client.call(#""command":"play","session":\#(session),"sound":"\#(path)""#)
         #expect(played["ok"] as? Bool == true, "\(played)")
-        // The file may be opened after the reply, and /proc/PID/maps is read in pieces, so a line can be missed
-        // while the loader maps: read again until it shows (or 5 s pass).
+        // The file may be opened after the reply: read the map again until libsndfile shows (or 5 s pass).
         var after = try mapped()
         for _ in 0..<100 where !after.contains(where: { $0.hasPrefix("libsndfile.") }) {
             usleep(50_000)
             after = try mapped()
         }
         #expect(after.contains { $0.hasPrefix("libsndfile.") }, "no libsndfile mapped after a play: \(after)")
+    }
+
+    /// When libsndfile cannot be opened (here a file that is no library, found first through LD_LIBRARY_PATH), a
+    /// `play` is refused with the loader's reason and the package to install, not as a file libsndfile cannot
+    /// read; hushd keeps serving.
+    @Test("a libsndfile that cannot be loaded is named as such when a file is played, and hushd keeps serving")
+    func soundFileLibraryMissing() throws {
+        let base = try HushdProcess(start: false)
+        let broken = base.directory + "/broken-lib"
+        try FileManager.default.createDirectory(atPath: broken, withIntermediateDirectories: false)
+        try "not a library\n".write(toFile: broken + "/libsndfile.so.1", atomically: true, encoding: .utf8)
+        let path = base.soundDirectory + "/tone.wav"
+        try SoundFile.write(AudioBuffer(frameCount: 4800, channels: 1, sampleRate: 48000), to: path)
+        let hushd = try SpawnedHushd(
+            arguments: ["--config", base.configPath, "--console", "none"],
+            environment: ["PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": broken],
+            logPath: base.directory + "/spawned.log",
+            directory: base.directory
+        )
+        defer { _ = hushd.stop() }
+        try hushd.waitForSocket(base.socket)
+        let client = try HushdConnection(path: base.socket)
+        let activated = try client.call(#""command":"activate","bus":"effect","category":"ambient""#)
+        let session = try #require(activated["session"] as? Int, "\(activated)")
+        let played = try client.call(#""command":"play","session":\#(session),"sound":"\#(path)""#)
+        #expect(played["ok"] as? Bool == false, "\(played)")
+        let message = try #require((played["error"] as? [String: Any])?["message"] as? String, "\(played)")
+        #expect(message.contains("libsndfile.so.1 could not be loaded"), "\(message)")
+        #expect(message.contains("libsndfile1 package"), "\(message)")
+        #expect(!message.contains("not a sound file"), "the file is blamed: \(message)")
+        #expect((try client.status())["systemVolume"] != nil, "hushd answers after the refusal")
     }
 }

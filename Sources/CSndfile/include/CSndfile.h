@@ -22,10 +22,9 @@ extern "C" {
 /// The soname opened: the ABI hush was built against (libsndfile1 in Debian).
 #define HUSH_SNDFILE_SONAME "libsndfile.so.1"
 
-/// 1 once libsndfile is loaded (loading it if it is not yet), 0 if it cannot be; for tests and diagnostics.
+/// 1 once libsndfile is loaded (loading it if it is not yet), 0 if it cannot be: then hush_sf_strerror(NULL) says
+/// why, so that a file is not blamed for a missing library.
 int hush_sf_load(void);
-/// 1 if libsndfile is mapped in this process now, without loading it.
-int hush_sf_is_loaded(void);
 
 SNDFILE *hush_sf_open(const char *path, int mode, SF_INFO *info);
 int hush_sf_close(SNDFILE *file);
