@@ -878,7 +878,10 @@ final class ConfigurationReader {
             default: report(table, "mode", node, expected)
             }
         }
-        if let group = string(table, "group") { control.group = group.isEmpty ? nil : group }
+        if let group = string(table, "group") {
+            control.group = group.isEmpty ? nil : group
+            control.groupGiven = true
+        }
         if let clients = integer(table, "max_clients", 1...1024) { control.maxClients = clients }
         if let clients = integer(table, "max_clients_per_process", 1...1024) { control.maxClientsPerProcess = clients }
         if let sessions = integer(table, "max_sessions_per_client", 1...256) { control.maxSessionsPerClient = sessions }

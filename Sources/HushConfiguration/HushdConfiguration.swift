@@ -361,8 +361,17 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var socket = "/run/hush/control.sock"
         /// `mode` (0660).
         public var mode: UInt32 = 0o660
-        /// `group` ("audio"); nil ("") leaves the socket in hushd's own group.
-        public var group: String? = "audio"
+        /// `group`: the socket's group; nil ("") leaves the socket in hushd's own group. Not given, it is "hush"
+        /// where this machine has that group (the package and install.sh make it, and hushd.service runs in it), else
+        /// hushd's own group: ``socketGroup(exists:)``.
+        public var group: String? = "hush"
+        /// Whether the configuration names `group`: a group named must exist, the default only applies where it does.
+        public var groupGiven = false
+        /// The group the socket is given, `exists` telling whether this machine has a group of that name.
+        public func socketGroup(exists: (String) -> Bool) -> String? {
+            guard let group, !groupGiven else { return group }
+            return exists(group) ? group : nil
+        }
         /// `max_clients` (64): every stream of the `hush` ALSA device is a connection too.
         public var maxClients = 64
         /// `max_clients_per_process` (16): connections one process (by pid) may have, so it cannot lock the

@@ -128,16 +128,25 @@ package final class ControlServer: LoopParticipant {
             guard chmod(path, mode) == 0 else {
                 throw UnixSocket.error("set the mode of the control socket", path, errno)
             }
-            if let groupID, chown(path, uid_t.max, groupID) != 0 {
-                throw UnixSocket.error(
-                    "give the control socket to group '\(group ?? "")':",
-                    path,
-                    errno,
-                    "hushd must run as root or be a member of the group"
-                )
-            }
             var info = stat()
             guard stat(path, &info) == 0 else { throw UnixSocket.error("check the control socket", path, errno) }
+            // A socket made in hushd's own group (hushd.service: Group=hush, the default group) needs no chown, which
+            // the unit's system call filter (~@privileged) refuses.
+            if let groupID, info.st_gid != groupID {
+                guard chown(path, uid_t.max, groupID) == 0 else {
+                    let error = errno
+                    throw UnixSocket.error(
+                        "give the control socket to group '\(group ?? "")':",
+                        path,
+                        error,
+                        "hushd must run as root or be a member of the group"
+                            + (error == EPERM
+                                ? "; under systemd a SystemCallFilter without @chown refuses it too (hushd.service "
+                                    + "does): name the unit's Group= in [control] group" : "")
+                    )
+                }
+                guard stat(path, &info) == 0 else { throw UnixSocket.error("check the control socket", path, errno) }
+            }
             socketInode = info.st_ino
             socketGroup = info.st_gid
             // A boot's worth of clients may connect before hushd is ready (it listens first): they wait here.

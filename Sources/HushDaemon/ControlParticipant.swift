@@ -36,7 +36,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
         try ControlServer(
             path: configuration.socket,
             mode: mode_t(configuration.mode),
-            group: configuration.group,
+            group: configuration.socketGroup { UnixSocket.groupID($0) != nil },
             limits: ControlLimits(
                 maxLineBytes: configuration.maxLineBytes,
                 maxClients: configuration.maxClients,

@@ -112,7 +112,8 @@ struct HushdCheckConfig: ParsableCommand {
         _ configuration: HushdConfiguration,
         groupID: (String) -> UInt32? = UnixSocket.groupID
     ) -> [ConfigurationProblem] {
-        guard let group = configuration.control.group, groupID(group) == nil else { return [] }
+        guard let group = configuration.control.socketGroup(exists: { groupID($0) != nil }), groupID(group) == nil
+        else { return [] }
         var file = configuration.files.last ?? HushdConfiguration.defaultPath
         var line: Int?
         for candidate in configuration.files.reversed() {
@@ -219,7 +220,9 @@ extension HushdConfiguration {
             "socket",
             [
                 "\(control.socket), mode 0\(String(control.mode, radix: 8)), "
-                    + (control.group.map { "group \($0)" } ?? "hushd's own group"),
+                    + (control.socketGroup { UnixSocket.groupID($0) != nil }.map { "group \($0)" }
+                        ?? "hushd's own group"
+                        + (control.groupGiven || control.group == nil ? "" : " (no group hush here)")),
                 "\(control.maxClients) clients (\(control.maxClientsPerProcess) per process), "
                     + "\(control.maxSessionsPerClient) sessions each, lines up to "
                     + "\(control.maxLineBytes) bytes; other uids allowed: "

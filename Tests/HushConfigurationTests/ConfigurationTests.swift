@@ -34,6 +34,18 @@ struct ConfigurationTests {
 
     // MARK: Profiles
 
+    @Test("[control] group: unnamed, hush where the machine has it; named, whatever the machine has; \"\" none")
+    func socketGroup() throws {
+        let unnamed = try HushdConfiguration.parse("[output]\npcm = \"default\"\n", file: "t.toml").control
+        #expect(!unnamed.groupGiven && unnamed.group == "hush")
+        #expect(unnamed.socketGroup { $0 == "hush" } == "hush")
+        #expect(unnamed.socketGroup { _ in false } == nil, "no group hush: hushd's own group, not a failed start")
+        let named = try HushdConfiguration.parse("[control]\ngroup = \"audio\"\n", file: "t.toml").control
+        #expect(named.groupGiven && named.socketGroup { _ in false } == "audio", "a named group must exist")
+        let none = try HushdConfiguration.parse("[control]\ngroup = \"\"\n", file: "t.toml").control
+        #expect(none.groupGiven && none.socketGroup { _ in true } == nil)
+    }
+
     @Test("every board profile loads and validates, and is named after its file")
     func everyProfileLoads() throws {
         #expect(Self.profileNames == ["pi4-dac-hat", "pi5-dac-hat", "virtual", "zero2w-i2s-amp"])
