@@ -183,7 +183,7 @@ if [ "$uninstall" = yes ]; then
     note "uninstalling hush${dest:+ from $dest}"
     system "stop and disable hushd" systemctl disable --now hushd.service || true
     system "stop and disable hush-fault-around" systemctl disable --now hush-fault-around.service || true
-    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$docs" \
+    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$share/sounds/startup.wav" "$docs" \
         "$alsa_etc/50-hush.conf" "$alsa_etc/99-hush-default.conf" "$alsa_share/50-hush.conf" \
         "$alsa_share/99-hush-default.conf"; do
         remove_path "$path"
@@ -276,6 +276,8 @@ install_file 0644 "$here/hush.tmpfiles" "$tmpfiles"
 for profile in "$root"/board/profiles/*.toml; do
     install_file 0644 "$profile" "$share/boards/$(basename "$profile")"
 done
+# hush's start-up chime, for `[sounds] startup` (policy R25): rendered from board/sounds/startup.txt.
+install_file 0644 "$root/board/sounds/startup.wav" "$share/sounds/startup.wav"
 install_file 0644 "$here/hushd.toml.example" "$docs/hushd.toml.example"
 for doc in deploy wiring configuration console; do
     if [ -f "$root/docs/$doc.md" ]; then install_file 0644 "$root/docs/$doc.md" "$docs/$doc.md"; fi

@@ -42,7 +42,7 @@ final class ConfigurationReader {
         "voice": ["automatic_gain", "noise_suppression"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
-        "sounds": ["directories"],
+        "sounds": ["directories", "startup"],
         "log": ["level"],
     ]
     static let routeKeys = ["pcm", "rate", "channels", "format", "switches"]
@@ -99,6 +99,7 @@ final class ConfigurationReader {
         readState()
         readALSAControls()
         readSounds()
+        checkStartupSound()
         readLog()
         checkSharedLines()
     }
@@ -966,6 +967,13 @@ final class ConfigurationReader {
     private func readSounds() {
         guard let table = section("sounds") else { return }
         checkKeys(table, known: Self.sections["sounds"]!)
+        if let node = table.entries["startup"] {
+            if case .string(let path) = node.value, path.isEmpty || path.hasPrefix("/") {
+                configuration.sounds.startup = path.isEmpty ? nil : path
+            } else {
+                report(table, "startup", node, "must be the absolute path of a sound file in quotes, or \"\" for none")
+            }
+        }
         guard let node = table.entries["directories"] else { return }
         guard case .array(let items) = node.value else {
             report(
@@ -985,6 +993,22 @@ final class ConfigurationReader {
             directories.append(path)
         }
         configuration.sounds.directories = directories
+    }
+
+    /// The start-up sound must be where hushd plays sounds from (`directories`): hushd would refuse it at start.
+    private func checkStartupSound() {
+        guard let path = configuration.sounds.startup, let table = section("sounds"),
+            let node = table.entries["startup"]
+        else { return }
+        let directories = configuration.sounds.directories
+        guard !directories.contains(where: { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else { return }
+        let listed = directories.isEmpty ? "none" : directories.joined(separator: ", ")
+        report(
+            table,
+            "startup",
+            node,
+            "\(path) is not in [sounds] directories (\(listed)): hushd plays sounds only from there"
+        )
     }
 
     private func readLog() {

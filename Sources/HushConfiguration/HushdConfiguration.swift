@@ -462,6 +462,9 @@ public struct HushdConfiguration: Sendable, Equatable {
     public struct Sounds: Sendable, Equatable {
         /// `directories`.
         public var directories = ["/usr/share/hush/sounds", "/var/lib/hush/sounds"]
+        /// `startup`: the sound hushd plays once when it is ready (policy R25); nil ("") for none. It must be in one
+        /// of `directories`, as every sound hushd plays.
+        public var startup: String?
         public init() {}
     }
 

@@ -2,7 +2,7 @@
 /// in the logs, in docs/policy.md and in the test that proves the rule.
 ///
 /// R1–R16 are the rules of sessions, R17–R20 and R23 those of applications' streams through the `hush` ALSA device,
-/// R21 and R22 those of the microphone, R24 that of the output's period;
+/// R21 and R22 those of the microphone, R24 that of the output's period, R25 that of hushd's own start-up sound;
 /// M1–M9 decide what happens where two rules meet.
 public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     case r1 = "R1"
@@ -38,6 +38,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r21 = "R21"
     case r22 = "R22"
     case r24 = "R24"
+    case r25 = "R25"
 
     /// A short name for logs: "R1 silence-switch".
     public var title: String {
@@ -66,6 +67,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r22: "capture-mode"
         case .r23: "late-application"
         case .r24: "output-period"
+        case .r25: "start-up-sound"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

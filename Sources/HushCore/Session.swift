@@ -13,8 +13,10 @@ public struct ClientID: RawRepresentable, Hashable, Sendable, Comparable, Custom
     public let rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
     public init(_ value: UInt64) { self.rawValue = value }
-    public var description: String { "client \(rawValue)" }
+    public var description: String { self == .hushd ? "hushd" : "client \(rawValue)" }
     public static func < (a: ClientID, b: ClientID) -> Bool { a.rawValue < b.rawValue }
+    /// hushd itself, the owner of the sessions no connection asked for: the start-up sound (policy R25).
+    public static let hushd = ClientID(UInt64.max)
 }
 
 /// Identifies an application's stream through the `hush` ALSA device: one PCM an application opened, carried by

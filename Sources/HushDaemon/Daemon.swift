@@ -423,6 +423,30 @@ package final class Daemon {
         audio.handle(event, at: policyTime(), cause: cause)
     }
 
+    /// hushd's start-up sound, while it plays (policy R25).
+    package private(set) var startupSession: SessionID?
+
+    /// Plays the start-up sound `path` (`[sounds] startup`) once, in a session of hushd's own (policy R25), ended
+    /// when the sound ends. A file that cannot be played is a warning: hushd goes on without it.
+    package func playStartupSound(_ path: String) {
+        let session = newSessionID()
+        handle(.startupSound(session), cause: "start-up sound \(path)")
+        guard audio.policy.session(session)?.client == .hushd else { return }
+        do {
+            try audio.attach(.file(path), to: session, loop: false)
+        } catch {
+            logger.warning("start-up sound not played: \(error.description) ([sounds] startup)")
+            handle(.deactivate(session, notifyOthers: true), cause: "the start-up sound could not be played")
+            return
+        }
+        startupSession = session
+        finishedSinks.append { [unowned self] finished in
+            guard finished == startupSession else { return }
+            startupSession = nil
+            handle(.deactivate(finished, notifyOthers: true), cause: "the start-up sound finished [R25]")
+        }
+    }
+
     /// A fresh session id.
     package func newSessionID() -> SessionID {
         while audio.policy.session(SessionID(nextSession)) != nil { nextSession += 1 }

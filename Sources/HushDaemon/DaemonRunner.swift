@@ -143,6 +143,7 @@ final class DaemonRunner {
         notifier.ready(status: (daemon.outputCounters.open ? "playing on " : "waiting for its output, ") + summary)
         let board = configuration.board.name.isEmpty ? "no board profile" : "board '\(configuration.board.name)'"
         logger.notice("hushd \(Hushd.version) ready on \(board): \(summary)")
+        if let startup = configuration.sounds.startup { daemon.playStartupSound(startup) }
         let status = daemon.run(signals: signals)
         notifier.stopping()
         logger.notice("stopping: closing the socket and the output, saving the state")

@@ -265,10 +265,17 @@ extension HushdConfiguration {
             [
                 sounds.directories.isEmpty
                     ? "none: play requests for files are refused" : sounds.directories.joined(separator: ", ")
-            ]
+            ] + startupSoundLines
         )
         add("log", [log.level.rawValue])
         return lines.joined(separator: "\n")
+    }
+
+    /// The start-up sound (policy R25), and whether it is there to be played.
+    private var startupSoundLines: [String] {
+        guard let path = sounds.startup else { return [] }
+        let there = access(path, R_OK) == 0
+        return ["start-up sound \(path)" + (there ? "" : " (not readable here: hushd would start without it)")]
     }
 
     /// What hushd does when the output PCM does not open at start (Daemon.openOutput, AudioOutputThread): it

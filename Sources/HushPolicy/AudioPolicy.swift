@@ -105,6 +105,31 @@ public struct AudioPolicy: Sendable {
         return out
     }
 
+    // MARK: - R25 start-up sound
+
+    /// How hushd's start-up sound plays (R25): a system sound, as a phone's: on the effect bus, `ambient`, mixed with
+    /// whatever plays, so the silence switch silences it (R1) and the system volume scales it (R2).
+    public static let startupSoundConfiguration = SessionConfiguration(
+        bus: .effect,
+        category: .ambient,
+        options: [.mixWithOthers]
+    )
+
+    private mutating func startupSound(_ id: SessionID, _ out: inout [Decision]) {
+        activate(id, client: .hushd, Self.startupSoundConfiguration, &out)
+        guard let index = sessions.firstIndex(where: { $0.id == id }), sessions[index].client == .hushd else { return }
+        out.append(
+            Decision(
+                .note("\(id) is hushd's start-up sound"),
+                rule: .r25,
+                reason: isSilenced(sessions[index])
+                    ? "hushd is ready; the silence switch is on, so it plays silenced, as every ambient sound (R1)"
+                    : "hushd is ready: a system sound on the effect bus, mixed with anything playing, at the system volume"
+            )
+        )
+        play(at: index, rule: .r25, &out)
+    }
+
     // MARK: - Events
 
     /// Applies `event`, which happened at `time`, and returns what follows from it, in the order to carry out.
@@ -157,6 +182,8 @@ public struct AudioPolicy: Sendable {
             setRouteOverride(wanted, &out)
         case .timePassed:
             break
+        case .startupSound(let id):
+            startupSound(id, &out)
         }
         reconcile(&out, trigger: trigger)
         return out

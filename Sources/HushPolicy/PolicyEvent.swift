@@ -24,6 +24,8 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
     case setRouteOverride(Route?)
     /// Nothing but time passing (held-button repeats, R3).
     case timePassed
+    /// hushd is ready and plays its start-up sound in this new session of its own (R25).
+    case startupSound(SessionID)
 
     public var description: String {
         switch self {
@@ -38,6 +40,7 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
         case .setVolume(let kind, let step): "set \(kind) volume \(step)"
         case .setRouteOverride(let route): route.map { "route override \($0)" } ?? "route override cleared"
         case .timePassed: "time passed"
+        case .startupSound(let id): "start-up sound in \(id)"
         }
     }
 }

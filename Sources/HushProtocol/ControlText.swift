@@ -96,7 +96,8 @@ public enum ControlText {
         case "awaitingStart": state += ", mic waits for a start"
         default: break
         }
-        return pad("\(session.id)", 4, right: true) + pad("\(session.client)", 7, right: true)
+        let client = session.client == ClientID.hushd.rawValue ? "hushd" : "\(session.client)"
+        return pad("\(session.id)", 4, right: true) + pad(client, 7, right: true)
             + pad(session.pid.map { "\($0)" } ?? "-", 7, right: true)
             + pad(session.uid.map { "\($0)" } ?? "-", 6, right: true) + "  " + pad(session.bus.rawValue, 7)
             + pad(session.category.rawValue, 14) + pad(optionText, 9) + state

@@ -241,6 +241,12 @@ struct EveryKeyTests {
             plain("alsa_controls", "enabled", flags.0, flags.1),
             plain("alsa_controls", "card", ["\"\"", "\"Loopback\""], ["0"]),
             plain("sounds", "directories", ["[]", "[\"/usr/share/hush/sounds\"]"], ["[\"sounds\"]", "\"/usr\""]),
+            plain(
+                "sounds",
+                "startup",
+                ["\"\"", "\"/usr/share/hush/sounds/startup.wav\""],
+                ["\"startup.wav\"", "\"/tmp/startup.wav\"", "1"]
+            ),
             plain("log", "level", ["\"trace\"", "\"info\"", "\"critical\""], ["\"verbose\""]),
             plain("routes.speaker", "pcm", ["\"hw:0,0\""], ["\"\""]),
             plain("routes.speaker", "rate", ["48000"], ["44100"]),

@@ -906,3 +906,49 @@ struct R24OutputPeriod {
         #expect(ruling.value == 256 && ruling.reason.contains("fixed"))
     }
 }
+
+@Suite("R25 start-up-sound")
+struct R25StartupSound {
+    @Test("the start-up sound is hushd's own ambient session on the effect bus, mixed, and it plays")
+    func plays() {
+        var board = PolicyHarness()
+        let decisions = board.send(.startupSound(SessionID(1)))
+        let session = board.policy.session(SessionID(1))
+        #expect(session?.client == .hushd)
+        #expect(session?.configuration == AudioPolicy.startupSoundConfiguration)
+        #expect(session?.configuration.bus == .effect && session?.configuration.category == .ambient)
+        #expect(board.isPlaying(1))
+        #expect(board.gain(1) == .unity)
+        #expect(decisions.contains { $0.rule == .r25 && $0.command == .resume(SessionID(1)) })
+        #expect(decisions.contains { $0.rule == .r25 && $0.reason.contains("system sound") })
+    }
+
+    @Test("with the silence switch on it plays silenced, as every ambient sound (R1)")
+    func silenced() {
+        var board = PolicyHarness()
+        board.input(.silenceSwitch(.silent))
+        let decisions = board.send(.startupSound(SessionID(1)))
+        #expect(board.gain(1) == .silent)
+        #expect(decisions.contains { $0.rule == .r25 && $0.reason.contains("silence switch is on") })
+    }
+
+    @Test("it interrupts nothing: music that already plays goes on")
+    func mixes() {
+        var board = PolicyHarness()
+        board.activate(2, .music, .playback)
+        board.play(2)
+        let decisions = board.send(.startupSound(SessionID(1)))
+        #expect(board.isPlaying(2) && board.isPlaying(1))
+        #expect(!decisions.contains { if case .notify(.interruptionBegan) = $0.command { true } else { false } })
+    }
+
+    @Test("an id already in use is refused, and that session is left as it was")
+    func duplicate() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        let decisions = board.send(.startupSound(SessionID(1)))
+        #expect(board.policy.session(SessionID(1))?.client != .hushd)
+        #expect(!board.isPlaying(1))
+        #expect(decisions.contains { if case .reject = $0.command { true } else { false } })
+    }
+}

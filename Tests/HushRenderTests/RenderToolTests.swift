@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Testing
 
 @testable import HushRender
@@ -69,5 +70,28 @@ struct RenderToolTests {
         let refusal = try #require(Self.refusal(["--scenario", "s.txt"] + out + arguments))
         #expect(refusal.0 == message)
         #expect(refusal.1 == 64)
+    }
+}
+
+/// The package's start-up chime (`[sounds] startup`, policy R25) is what its scenario renders, byte for byte: the
+/// committed WAV cannot drift from the recipe beside it.
+@Suite("board/sounds/startup.wav is hush-render's rendering of board/sounds/startup.txt")
+struct StartupChimeTests {
+    @Test("rendering the scenario again gives the committed bytes")
+    func chimeIsItsRendering() throws {
+        let root = String(#filePath.dropLast("Tests/HushRenderTests/RenderToolTests.swift".count))
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("startup-\(getpid()).wav").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let render = try RenderTool.parse([
+            "--scenario", root + "board/sounds/startup.txt", "--channels", "1", "--out", out,
+        ])
+        try render.run()
+        let rendered = try Data(contentsOf: URL(fileURLWithPath: out))
+        let committed = try Data(contentsOf: URL(fileURLWithPath: root + "board/sounds/startup.wav"))
+        #expect(rendered.count == 44 + 28800 * 2, "0.6 s, mono, 16-bit at 48 kHz")
+        #expect(
+            rendered == committed,
+            "run: hush-render --scenario board/sounds/startup.txt --channels 1 --out board/sounds/startup.wav"
+        )
     }
 }
