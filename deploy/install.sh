@@ -112,6 +112,7 @@ tmpfiles=/usr/lib/tmpfiles.d/hush.conf
 config=/etc/hush/hushd.toml
 share=/usr/share/hush
 docs=/usr/share/doc/hush
+man=/usr/share/man
 # The ALSA device's configuration lives in alsa.conf.d and is enabled by a link in /etc/alsa/conf.d, which
 # alsa.conf loads (as Debian's libasound2-data enables its own files).
 alsa_share=/usr/share/alsa/alsa.conf.d
@@ -183,7 +184,7 @@ if [ "$uninstall" = yes ]; then
     note "uninstalling hush${dest:+ from $dest}"
     system "stop and disable hushd" systemctl disable --now hushd.service || true
     system "stop and disable hush-fault-around" systemctl disable --now hush-fault-around.service || true
-    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$share/sounds/startup.wav" "$docs" \
+    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$share/sounds/startup.wav" "$man/man8/hushd.8.gz" "$man/man1/hushctl.1.gz" "$docs" \
         "$alsa_etc/50-hush.conf" "$alsa_etc/99-hush-default.conf" "$alsa_share/50-hush.conf" \
         "$alsa_share/99-hush-default.conf"; do
         remove_path "$path"
@@ -275,6 +276,11 @@ install_file 0644 "$here/hush.tmpfiles" "$tmpfiles"
 
 for profile in "$root"/board/profiles/*.toml; do
     install_file 0644 "$profile" "$share/boards/$(basename "$profile")"
+done
+# The manual pages, compressed as Debian keeps them (gzip -n: the same bytes on every build).
+for page in "$root"/docs/man/hushd.8 "$root"/docs/man/hushctl.1; do
+    gzip -9nc "$page" >"$staged/$(basename "$page").gz"
+    install_file 0644 "$staged/$(basename "$page").gz" "$man/man${page##*.}/$(basename "$page").gz"
 done
 # hush's start-up chime, for `[sounds] startup` (policy R25): rendered from board/sounds/startup.txt.
 install_file 0644 "$root/board/sounds/startup.wav" "$share/sounds/startup.wav"

@@ -162,3 +162,54 @@ struct DocumentedCommandsTests {
         return (process.terminationStatus, text)
     }
 }
+
+/// The manual pages (docs/man, installed as `man hushd` and `man hushctl`) name every subcommand and option the
+/// programs' own --help lists, so that neither can gain one the other does not know.
+@Suite("the manual pages cover the command lines")
+struct ManualPageTests {
+    /// The subcommands and --options a program's help lists, from `PROGRAM [SUBCOMMAND] --help`.
+    static func help(_ program: String, _ arguments: [String] = []) throws -> String {
+        let process = Process()
+        process.executableURL = HushdTranscriptTests.executable(program)
+        process.arguments = arguments + ["--help"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text
+    }
+
+    static func subcommands(_ help: String) -> [String] {
+        guard let start = help.range(of: "SUBCOMMANDS:\n") else { return [] }
+        let listing = help[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false)
+        return listing.prefix { !$0.isEmpty }.compactMap { line in
+            guard line.hasPrefix("  "), !line.hasPrefix("   ") else { return nil }
+            return line.split(separator: " ").first.map(String.init)
+        }
+    }
+
+    static func options(_ help: String) -> Set<String> {
+        Set(
+            help.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "-") })
+                .filter { $0.hasPrefix("--") && $0.count > 2 }.map { String($0).replacing("-", with: "\\-") }
+        ).subtracting(["\\-\\-help"])
+    }
+
+    @Test(
+        "hushd.8 and hushctl.1 name every subcommand and option",
+        arguments: [("hushd", "hushd.8"), ("hushctl", "hushctl.1")]
+    )
+    func covered(program: String, page: String) throws {
+        let text = try DocumentedCommandsTests.read("docs/man/" + page)
+        let commands = Self.subcommands(try Self.help(program))
+        #expect(commands.count >= 4, "\(program) --help lists no subcommands")
+        for command in commands {
+            let name = command.replacing("-", with: "\\-")
+            #expect(text.contains(".B \(name)") || text.contains(".BR \(name)"), "\(page) does not describe \(command)")
+            for option in Self.options(try Self.help(program, [command])).subtracting(["\\-\\-version"]) {
+                #expect(text.contains(option), "\(page) does not name \(program) \(command) \(option)")
+            }
+        }
+    }
+}

@@ -15,7 +15,8 @@
 #            architecture, its library packages are fetched (deploy/deb/fetch-debs.sh, nothing installed) so that
 #            dpkg-shlibdeps reads their own shlibs and symbols files: trixie names alsa-lib libasound2t64.
 #
-# Environment: HUSH_DEB_MAINTAINER ("Name <address>"; default git's user.name and user.email).
+# Environment: HUSH_DEB_MAINTAINER ("Name <address>"; default the project's, deploy/deb/maintainer: a product team
+# that ships its own build names itself here).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -88,7 +89,7 @@ doc="$tree/usr/share/doc/hush"
 install -m 0644 "$here/copyright" "$doc/copyright"
 commit="$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 dirty="$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | head -1)"
-maintainer="${HUSH_DEB_MAINTAINER:-$(git -C "$root" config user.name 2>/dev/null) <$(git -C "$root" config user.email 2>/dev/null)>}"
+maintainer="${HUSH_DEB_MAINTAINER:-$(sed -n '/^[^#]/{p;q}' "$here/maintainer")}"
 [[ "$maintainer" =~ ^[^\<]+\ \<[^@\>]+@[^\>]+\>$ ]] || die "maintainer '$maintainer' is not 'Name <address>': set HUSH_DEB_MAINTAINER"
 date="$(git -C "$root" log -1 --format=%aD 2>/dev/null || date -R)"
 {
