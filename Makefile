@@ -120,7 +120,7 @@ run: build
 ## settle within 64 KiB after warm-up.
 ## Each of TEST_STAGES runs whatever the others did (.ci/run-stages): at the end a summary lists every stage, and
 ## every failed one with its FAIL lines; make test fails if any did. TEST_STAGES="lint vboard" runs only those.
-TEST_STAGES ?= lint architecture boards deploy-check test-build config-corpus deb-check vboard gpiod2 arm64 \
+TEST_STAGES ?= lint architecture boards deploy-check test-build config-corpus deb-check booted-board vboard gpiod2 arm64 \
     test-arm64 vboard-arm64 swift-test fuzz-brief soak-render-quick
 .PHONY: test-build config-corpus swift-test
 test: deps test-tools alsa-plugin
@@ -446,6 +446,15 @@ deb: deb-inputs
 
 deb-check: deb-inputs
 	deploy/deb/test-deb.sh $(DEB_ARCH) "$$($(DEB_SWIFT_BUILD) --show-bin-path)" $(DEB_PLUGIN)
+
+## booted-board: the package on a booted Debian (board/booted/run.sh; docs/virtual-board.md "The booted board"): a
+## debootstrapped userland with systemd and udev on a disk in qemu, hush installed from make deb's package with apt
+## (a local repository, no network), then checked across three boots: started at boot with nobody logged in, its
+## first sound, the journal, the sandbox's exposure, users and groups, devices, two users' programs, kill -9,
+## fault-around on 1024 and 2048 MB, a volume across poweroff, apt remove and purge. make test runs it.
+.PHONY: booted-board
+booted-board: deb
+	board/booted/run.sh --deb $(DEB_DIR)/hush_$$(sed -n 's/^ *\(public \|package \)\{0,1\}static let version = "\(.*\)"$$/\2/p' Sources/HushDaemon/Hushd.swift)_$(DEB_ARCH).deb
 
 # The ALSA plugin for arm64: the same rule as alsa-plugin's, with the cross compiler and pkg-config looking only at
 # trixie's arm64 alsa-lib (libasound2-dev and libasound2t64, unpacked by deploy/deb/fetch-debs.sh).
