@@ -222,7 +222,8 @@ extension HushdConfiguration {
                 "\(control.socket), mode 0\(String(control.mode, radix: 8)), "
                     + (control.socketGroup { UnixSocket.groupID($0) != nil }.map { "group \($0)" }
                         ?? "hushd's own group"
-                        + (control.groupGiven || control.group == nil ? "" : " (no group hush here)")),
+                        + (control.groupGiven || control.group == nil
+                            ? "" : " (no group \(control.group ?? "") here)")),
                 "\(control.maxClients) clients (\(control.maxClientsPerProcess) per process), "
                     + "\(control.maxSessionsPerClient) sessions each, lines up to "
                     + "\(control.maxLineBytes) bytes; other uids allowed: "

@@ -76,7 +76,6 @@ need() {
 }
 need debootstrap debootstrap
 need mke2fs e2fsprogs
-need debugfs e2fsprogs
 need dpkg-scanpackages dpkg-dev
 need cpio cpio
 
