@@ -376,7 +376,7 @@ soak-quick: deps
 	  HUSH_VBOARD_CHECK="$(RELEASE_BIN)/hush-vboard-check" board/virtual/soak/vboard-soak.sh 90
 
 ## plots: the timeline pictures docs/images/timeline-*.svg, drawn by hush-render --plot from docs/scenarios.
-PLOTS := silence-switch unplug ringtone ducking silence-and-unplug
+PLOTS := silence-switch unplug ringtone ducking silence-and-unplug session-level
 .PHONY: plots
 plots: deps
 	$(SWIFT) build --product hush-render

@@ -41,6 +41,8 @@ public enum ConsoleRequest: Hashable, Sendable {
     /// A session's application plays (or the person plays it again, R15).
     case play(SessionID)
     case pause(SessionID)
+    /// A session's own level, relative to its bus (R26).
+    case level(SessionID, SessionLevel)
     case stop(StopTarget)
     /// A session's sound came to its end.
     case finished(SessionID)
@@ -160,7 +162,7 @@ public enum ConsoleRequest: Hashable, Sendable {
         ),
         Form(
             usage: "play FILE|tone HZ [BUS] [loop]",
-            summary: "a file or a tone of 20-20000 Hz; BUS: effect,\nmusic (default) or ringer; \"quote\" a name",
+            summary: "a \"file\" or a 20-20000 Hz tone, on music or BUS",
             section: .commands,
             contexts: interactive
         ),
@@ -184,8 +186,14 @@ public enum ConsoleRequest: Hashable, Sendable {
             contexts: [.policy]
         ),
         Form(
-            usage: "activate [ID] BUS CATEGORY [mix] [duck] [transient]",
+            usage: "activate [ID] BUS CATEGORY [mix] [duck] [transient] [gain=DB]",
             summary: "BUS: effect, music, ringer; CATEGORY: ambient,\nsoloAmbient, playback, record, playAndRecord",
+            section: .sessionsByHand,
+            contexts: everywhere
+        ),
+        Form(
+            usage: "level ID DB",
+            summary: "a session's own level: -96 to 0 dB",
             section: .sessionsByHand,
             contexts: everywhere
         ),
@@ -241,8 +249,8 @@ public enum ConsoleRequest: Hashable, Sendable {
 
     /// Every command word, in the order help lists them.
     package static let words = [
-        "status", "sessions", "volume", "ringer", "route", "log", "version", "play", "stop", "activate", "pause",
-        "deactivate", "finished", "gone", "silence", "press", "release", "tap", "up", "down", "plug", "unplug",
+        "status", "sessions", "volume", "ringer", "route", "log", "version", "play", "stop", "activate", "level",
+        "pause", "deactivate", "finished", "gone", "silence", "press", "release", "tap", "up", "down", "plug", "unplug",
         "jack", "key", "privacy", "wait", "help", "quit",
     ]
 
@@ -335,6 +343,9 @@ public enum ConsoleRequest: Hashable, Sendable {
             return .stop(.session(SessionID(id)))
         case "activate":
             return try activate(args)
+        case "level":
+            guard args.count == 2 else { throw SyntaxError(message: "usage: level ID DB (a level from -96 to 0 dB)") }
+            return .level(try session(args[0], verb), try level(args[1]))
         case "deactivate":
             guard let first = args.first, args.count <= 2 else {
                 throw SyntaxError(message: "usage: deactivate ID [notify]")
@@ -452,6 +463,7 @@ public enum ConsoleRequest: Hashable, Sendable {
         case .activate: "activate"
         case .playSound, .play: "play"
         case .pause: "pause"
+        case .level: "level"
         case .stop: "stop"
         case .finished: "finished"
         case .deactivate: "deactivate"
@@ -538,6 +550,8 @@ public enum ConsoleRequest: Hashable, Sendable {
             return [.play(id)]
         case .pause(let id):
             return [.pause(id)]
+        case .level(let id, let level):
+            return [.setLevel(id, level)]
         case .stop(.session(let id)):
             return [.stop(id)]
         case .finished(let id):
@@ -663,7 +677,7 @@ public enum ConsoleRequest: Hashable, Sendable {
     }
 
     private static func activate(_ args: [String]) throws(SyntaxError) -> ConsoleRequest {
-        let usage = "usage: activate [ID] BUS CATEGORY [mix] [duck] [transient] [client=N]"
+        let usage = "usage: activate [ID] BUS CATEGORY [mix] [duck] [transient] [gain=DB] [client=N]"
         var rest = args[...]
         var id: SessionID?
         if let first = rest.first, first.allSatisfy(\.isNumber) {
@@ -692,11 +706,25 @@ public enum ConsoleRequest: Hashable, Sendable {
             case "transient": configuration.transient = true
             case let option where option.hasPrefix("client="):
                 client = ClientID(try number(String(option.dropFirst("client=".count)), "client= takes a number"))
+            case let option where option.hasPrefix("gain="):
+                configuration.level = try level(String(word.dropFirst("gain=".count)))
             default:
-                throw SyntaxError(message: "unknown option '\(word)': use mix, duck, transient or client=N")
+                throw SyntaxError(message: "unknown option '\(word)': use mix, duck, transient, gain=DB or client=N")
             }
         }
         return .activate(id, client: client, configuration)
+    }
+
+    /// A session's own level (R26) as a person types it: "-10", "-3.5", "-6dB".
+    private static func level(_ word: String) throws(SyntaxError) -> SessionLevel {
+        var number = Substring(word)
+        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
+        guard let decibels = Float(number), let level = SessionLevel(decibels: decibels) else {
+            throw SyntaxError(
+                message: "a level is dB from -96 to 0 (a session is never louder than its bus), not '\(word)'"
+            )
+        }
+        return level
     }
 
     private static func volume(_ word: String, _ verb: String) throws(SyntaxError) -> VolumeSetting {

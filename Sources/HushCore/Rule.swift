@@ -39,6 +39,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r22 = "R22"
     case r24 = "R24"
     case r25 = "R25"
+    case r26 = "R26"
 
     /// A short name for logs: "R1 silence-switch".
     public var title: String {
@@ -68,6 +69,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r23: "late-application"
         case .r24: "output-period"
         case .r25: "start-up-sound"
+        case .r26: "session-level"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

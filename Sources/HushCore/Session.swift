@@ -73,19 +73,24 @@ public struct SessionConfiguration: Hashable, Sendable, CustomStringConvertible 
     public var transient: Bool
     /// What the microphone's frames go through before the session hears them (policy R22).
     public var mode: SessionMode
+    /// The session's own level, relative to its bus: 0 dB or below, never above (policy R26). The bus's volume
+    /// still governs the result.
+    public var level: SessionLevel
 
     public init(
         bus: Bus,
         category: Category,
         options: CategoryOptions = [],
         transient: Bool = false,
-        mode: SessionMode = .default
+        mode: SessionMode = .default,
+        level: SessionLevel = .unity
     ) {
         self.bus = bus
         self.category = category
         self.options = options
         self.transient = transient
         self.mode = mode
+        self.level = level
     }
 
     /// Whether the session plays alongside non-mixable sessions instead of interrupting them (policy R6).
@@ -103,6 +108,36 @@ public struct SessionConfiguration: Hashable, Sendable, CustomStringConvertible 
         if !options.isEmpty { text += " \(options)" }
         if transient { text += " transient" }
         if mode != .default { text += " \(mode)" }
+        if level != .unity { text += " at \(level)" }
         return text
     }
+}
+
+/// A session's own level (policy R26): a gain in decibels from ``range``'s −96 dB to 0 dB, which an application
+/// sets for its sound relative to others' — its clicks under its prompts — while the system or ringer volume
+/// still governs the bus. Never above 0 dB: a session is never louder than its bus allows.
+public struct SessionLevel: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The levels a session may take, in decibels.
+    public static let range: ClosedRange<Float> = -96...0
+    /// 0 dB: the session as loud as its bus allows.
+    public static let unity = SessionLevel(uncheckedDecibels: 0)
+
+    /// The level in decibels, within ``range``.
+    public let decibels: Float
+
+    /// The level of `decibels`, or nil outside ``range`` (or not a number).
+    public init?(decibels: Float) {
+        guard decibels.isFinite, Self.range.contains(decibels) else { return nil }
+        self.decibels = decibels == 0 ? 0 : decibels  // −0 is 0
+    }
+
+    private init(uncheckedDecibels: Float) { decibels = uncheckedDecibels }
+
+    /// The level as a linear factor (1 at 0 dB).
+    public var gain: Gain { Gain(decibels: decibels) }
+
+    /// What a person reads: "-10 dB", "-3.5 dB", "0 dB".
+    public var description: String { DecimalText.trimmed(decibels, places: 1) + " dB" }
+
+    public static func < (a: SessionLevel, b: SessionLevel) -> Bool { a.decibels < b.decibels }
 }

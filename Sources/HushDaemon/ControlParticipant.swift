@@ -148,6 +148,12 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             }
             sounds[session] = sound.description
             return reply(daemon.handle(.play(session), cause: "\(client.id) plays \(session)"), id: id)
+        case .setLevel(let session, let level):
+            if let refusal = owned(session, by: client, id: id) { return refusal }
+            return reply(
+                daemon.handle(.setLevel(session, level), cause: "\(client.id) sets \(session) to \(level)"),
+                id: id
+            )
         case .pause(let session):
             if let refusal = owned(session, by: client, id: id) { return refusal }
             return reply(daemon.handle(.pause(session), cause: "\(client.id) pauses \(session)"), id: id)

@@ -154,7 +154,7 @@ package final class DaemonConsole: LoopParticipant {
         case .silence, .press, .release, .tap, .jack:
             guard standIns else { return [notStandIn(command)] }
             return events(command, policy)
-        case .key, .privacy, .volume, .route, .play, .pause, .finished, .clientGone, .wait:
+        case .key, .privacy, .volume, .route, .play, .pause, .level, .finished, .clientGone, .wait:
             // The privacy stand-in works on every board: R21 lets it close the microphone, never open the switch.
             return events(command, policy)
         }

@@ -130,6 +130,21 @@ public struct AudioPolicy: Sendable {
         play(at: index, rule: .r25, &out)
     }
 
+    // MARK: - R26 session level
+
+    /// A session sets its own level (R26). What it sounds at follows in ``reconcile(_:trigger:)``: the level times
+    /// what the rules give the session (unity, the duck depth, silence), under its bus's volume.
+    private mutating func setLevel(at index: Int, _ level: SessionLevel, _ out: inout [Decision]) {
+        let id = sessions[index].id
+        guard level != sessions[index].configuration.level else {
+            out.append(
+                Decision(.note("\(id) is already at \(level)"), rule: .r26, reason: "the level asked is its level")
+            )
+            return
+        }
+        sessions[index].configuration.level = level
+    }
+
     // MARK: - Events
 
     /// Applies `event`, which happened at `time`, and returns what follows from it, in the order to carry out.
@@ -184,6 +199,9 @@ public struct AudioPolicy: Sendable {
             break
         case .startupSound(let id):
             startupSound(id, &out)
+        case .setLevel(let id, let level):
+            guard let index = index(of: id, &out) else { break }
+            setLevel(at: index, level, &out)
         }
         reconcile(&out, trigger: trigger)
         return out
@@ -933,10 +951,12 @@ public struct AudioPolicy: Sendable {
             let silenced = isSilenced(session)
             let ducker = duckers.first { $0.id != session.id && !session.configuration.options.contains(.duckOthers) }
             let ducked = ducker != nil
-            let gain = silenced ? Gain.silent : ducked ? configuration.duckDepth : Gain.unity
+            let level = session.configuration.level
+            let gain = silenced ? Gain.silent : (ducked ? configuration.duckDepth : Gain.unity) * level.gain
             defer {
                 sessions[index].emittedSilenced = silenced
                 sessions[index].emittedDucked = ducked
+                sessions[index].emittedLevel = level
                 sessions[index].emittedGain = gain
                 sessions[index].fresh = false
             }
@@ -944,7 +964,14 @@ public struct AudioPolicy: Sendable {
             let rule: Rule
             let ramp: Duration
             let reason: String
-            if silenced != session.emittedSilenced || (session.fresh && silenced) {
+            if !silenced && (session.fresh ? !ducked : ducked == session.emittedDucked && level != session.emittedLevel)
+            {
+                rule = .r26
+                ramp = session.fresh ? .zero : configuration.volumeRamp
+                reason =
+                    (session.fresh ? "it starts at its own level \(level)" : "its own level is now \(level)")
+                    + (ducked ? ", under the duck depth" : "") + ", under its bus's volume"
+            } else if silenced != session.emittedSilenced || (session.fresh && silenced) {
                 rule = .r1
                 ramp = session.fresh ? .zero : configuration.silenceRamp
                 reason =

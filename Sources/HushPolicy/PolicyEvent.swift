@@ -26,6 +26,8 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
     case timePassed
     /// hushd is ready and plays its start-up sound in this new session of its own (R25).
     case startupSound(SessionID)
+    /// A session's own level, relative to its bus (R26).
+    case setLevel(SessionID, SessionLevel)
 
     public var description: String {
         switch self {
@@ -41,6 +43,7 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
         case .setRouteOverride(let route): route.map { "route override \($0)" } ?? "route override cleared"
         case .timePassed: "time passed"
         case .startupSound(let id): "start-up sound in \(id)"
+        case .setLevel(let id, let level): "set \(id) level \(level)"
         }
     }
 }

@@ -48,7 +48,8 @@ public struct SessionRecord: Hashable, Sendable {
 
     public let id: SessionID
     public let client: ClientID
-    public let configuration: SessionConfiguration
+    /// As activated; its level changes when the session sets it (R26).
+    public internal(set) var configuration: SessionConfiguration
     public internal(set) var state: PlayState = .idle
     /// The sessions interrupting this one, oldest first. Empty when not interrupted.
     public internal(set) var interrupters: [SessionID] = []
@@ -68,6 +69,7 @@ public struct SessionRecord: Hashable, Sendable {
     var emittedGain = Gain.unity
     var emittedSilenced = false
     var emittedDucked = false
+    var emittedLevel = SessionLevel.unity
     var fresh = true
 
     public var isInterrupted: Bool { !interrupters.isEmpty }

@@ -89,6 +89,8 @@ public enum ControlCommand: Hashable, Sendable {
     case activate(SessionConfiguration, name: String?)
     /// Attaches a sound to a session and plays it.
     case play(SessionID, SoundSource, loop: Bool)
+    /// Sets a session's own level, relative to its bus (policy R26).
+    case setLevel(SessionID, SessionLevel)
     case pause(SessionID)
     case resume(SessionID)
     case stop(SessionID)
@@ -120,6 +122,7 @@ public enum ControlCommand: Hashable, Sendable {
         case .version: "version"
         case .activate: "activate"
         case .play: "play"
+        case .setLevel: "level"
         case .pause: "pause"
         case .resume: "resume"
         case .stop: "stop"
@@ -137,7 +140,8 @@ public enum ControlCommand: Hashable, Sendable {
 
     /// Every command name the protocol knows, for error messages and docs.
     public static let names = [
-        "hello", "version", "activate", "play", "pause", "resume", "stop", "deactivate", "volume", "route", "status",
+        "hello", "version", "activate", "play", "level", "pause", "resume", "stop", "deactivate", "volume", "route",
+        "status",
         "subscribe", "unsubscribe", "open-stream", "stream", "close-stream",
     ]
 }
@@ -167,6 +171,7 @@ public struct ControlRequest: Hashable, Sendable {
             members["options"] = .array(configuration.options.names.map { .string($0) })
             if configuration.transient { members["transient"] = .bool(true) }
             if configuration.mode != .default { members["mode"] = .string(configuration.mode.rawValue) }
+            if configuration.level != .unity { members["gain"] = configuration.level.json }
             if let name { members["name"] = .string(name) }
         case .play(let session, let sound, let loop):
             members["session"] = .number(Double(session.rawValue))
@@ -175,6 +180,9 @@ public struct ControlRequest: Hashable, Sendable {
             case .tone(let hertz): members["tone"] = .number(hertz)
             }
             members["loop"] = .bool(loop)
+        case .setLevel(let session, let level):
+            members["session"] = .number(Double(session.rawValue))
+            members["gain"] = level.json
         case .pause(let session), .resume(let session), .stop(let session):
             members["session"] = .number(Double(session.rawValue))
         case .deactivate(let session, let notifyOthers):
@@ -199,6 +207,7 @@ public struct ControlRequest: Hashable, Sendable {
             if !stream.options.isEmpty { members["options"] = .array(stream.options.names.map { .string($0) }) }
             if stream.transient { members["transient"] = .bool(true) }
             if stream.mode != .default { members["mode"] = .string(stream.mode.rawValue) }
+            if stream.level != .unity { members["gain"] = stream.level.json }
             if let name = stream.name { members["name"] = .string(name) }
             if let session = stream.session { members["session"] = .number(Double(session.rawValue)) }
             members["rate"] = .number(Double(stream.rate))
@@ -236,4 +245,9 @@ extension Double {
     var compactText: String {
         rounded() == self && abs(self) < 1e15 ? "\(Int64(self))" : "\(self)"
     }
+}
+
+extension SessionLevel {
+    /// The level in dB as a JSON number with the digits a person wrote (-0.1, not -0.10000000149).
+    public var json: JSONValue { .number(Double("\(decibels)") ?? Double(decibels)) }
 }

@@ -102,6 +102,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         public var transient: Bool
         /// What its microphone goes through (R22); absent for `default`.
         public var mode: SessionMode?
+        /// Its own level in dB (R26); absent at 0 dB.
+        public var gain: Double?
         /// Why a recording session does not hear the microphone though it may play (R21): privacySwitch, or
         /// awaitingStart after the switch was turned off; absent otherwise.
         public var microphoneBlocked: String?
@@ -139,6 +141,7 @@ public struct ControlStatus: Codable, Hashable, Sendable {
             options = configuration.options.names
             transient = configuration.transient
             mode = configuration.mode == .default ? nil : configuration.mode
+            gain = configuration.level == .unity ? nil : Double("\(configuration.level.decibels)")
             self.microphoneBlocked = microphoneBlocked
             self.state = state
             self.pausedBy = pausedBy

@@ -91,6 +91,7 @@ public enum ControlText {
             state += " (\(cause))"
         }
         if let mode = session.mode, mode != .default { state += ", \(mode)" }
+        if let gain = session.gain { state += ", " + DecimalText.trimmed(gain, places: 1) + " dB" }
         switch session.microphoneBlocked {
         case "privacySwitch": state += ", mic muted"
         case "awaitingStart": state += ", mic waits for a start"

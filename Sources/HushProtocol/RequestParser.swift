@@ -103,12 +103,14 @@ struct RequestParser {
             let options = try options() ?? []
             let transient = try optionalBool("transient") ?? false
             let mode = try mode() ?? .default
+            let level = try level() ?? .unity
             let configuration = SessionConfiguration(
                 bus: bus,
                 category: category,
                 options: options,
                 transient: transient,
-                mode: mode
+                mode: mode,
+                level: level
             )
             return .activate(configuration, name: try optionalString("name"))
         case "play":
@@ -144,6 +146,16 @@ struct RequestParser {
                     field: "tone"
                 )
             }
+        case "level":
+            let session = try session()
+            guard let level = try level() else {
+                throw ControlError(
+                    .missingField,
+                    "level needs field 'gain': the session's own level in dB, from \(Self.levelRange)",
+                    field: "gain"
+                )
+            }
+            return .setLevel(session, level)
         case "pause": return .pause(try session())
         case "resume": return .resume(try session())
         case "stop": return .stop(try session())
@@ -263,13 +275,14 @@ struct RequestParser {
         let options = try options()
         let transient = try optionalBool("transient")
         let mode = try mode()
+        let level = try level()
         let name = try optionalString("name")
         let session = try optionalSession()
         if session != nil {
             // Joining a session takes it as it is; these describe a session to activate.
             let given = [
                 ("bus", bus != nil), ("options", options != nil), ("transient", transient != nil),
-                ("mode", mode != nil),
+                ("mode", mode != nil), ("gain", level != nil),
             ]
             for (field, given) in given where given {
                 throw ControlError(
@@ -317,6 +330,7 @@ struct RequestParser {
             options: options ?? [],
             transient: transient ?? false,
             mode: mode ?? .default,
+            level: level ?? .unity,
             name: name,
             session: session,
             rate: rate,
@@ -332,6 +346,25 @@ struct RequestParser {
     /// `mode`: a session mode (R22), if given.
     private mutating func mode() throws(ControlError) -> SessionMode? {
         try optional("mode", names: SessionMode.allCases.map(\.rawValue), SessionMode.init(rawValue:))
+    }
+
+    /// "-96 dB to 0 dB", for messages.
+    static let levelRange =
+        "\(DecimalText.trimmed(SessionLevel.range.lowerBound, places: 0)) dB to "
+        + "\(DecimalText.trimmed(SessionLevel.range.upperBound, places: 0)) dB"
+
+    /// `gain`: a session's own level in decibels (R26), if given.
+    private mutating func level() throws(ControlError) -> SessionLevel? {
+        guard let decibels = try optionalNumber("gain") else { return nil }
+        guard let level = SessionLevel(decibels: Float(decibels)) else {
+            throw ControlError(
+                .invalidValue,
+                "field 'gain': expected the session's own level in dB, from \(Self.levelRange) (a session is never "
+                    + "louder than its bus), got \(decibels.compactText)",
+                field: "gain"
+            )
+        }
+        return level
     }
 
     private mutating func take(_ field: String) -> JSONValue? {

@@ -25,11 +25,12 @@ public enum ShellSyntax {
     }
 
     public static let help = """
-        activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [name=NAME]
+        activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [gain=DB] [name=NAME]
                                  BUS: effect music ringer; CATEGORY: ambient soloAmbient playback record
-                                 playAndRecord; replies with the session's id
+                                 playAndRecord; gain: its own level, -96 to 0 dB; replies with its id
         play SESSION FILE [loop] play a sound file (a path on hushd's machine) in a session
         tone SESSION HZ [loop]   play a sine tone in a session
+        level SESSION DB         set a session's own level, -96 to 0 dB, under its bus's volume
         pause SESSION | resume SESSION | stop SESSION
         deactivate SESSION [notify]
                                  end a session; with notify, what it interrupted may resume
@@ -86,7 +87,7 @@ public enum ShellSyntax {
             return .wait(milliseconds)
         case "activate":
             guard rest.count >= 2 else {
-                throw ShellError("activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [name=NAME]")
+                throw ShellError("activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [gain=DB] [name=NAME]")
             }
             guard let bus = Bus(rawValue: rest[0]) else {
                 throw ShellError("'\(rest[0])' is not a bus; buses: effect, music, ringer")
@@ -113,8 +114,12 @@ public enum ShellSyntax {
                         )
                     }
                     configuration.mode = mode
+                case _ where word.hasPrefix("gain="):
+                    configuration.level = try level(String(word.dropFirst(5)))
                 default:
-                    throw ShellError("'\(word)' is not an option; options: mix, duck, transient, mode=MODE, name=NAME")
+                    throw ShellError(
+                        "'\(word)' is not an option; options: mix, duck, transient, mode=MODE, gain=DB, name=NAME"
+                    )
                 }
             }
             return .request(.activate(configuration, name: sessionName))
@@ -129,6 +134,9 @@ public enum ShellSyntax {
                 throw ShellError("'\(rest[1])' is not a frequency; give Hz from 1 to 20000")
             }
             return .request(.play(session, .tone(hertz), loop: loop))
+        case "level":
+            guard rest.count == 2 else { throw ShellError("level SESSION DB: a level from -96 to 0 dB") }
+            return .request(.setLevel(try sessionID(rest[0]), try level(rest[1])))
         case "pause", "resume", "stop":
             guard rest.count == 1 else { throw ShellError("\(name) SESSION") }
             let session = try sessionID(rest[0])
@@ -172,6 +180,16 @@ public enum ShellSyntax {
 
     private static func count(_ words: [String], _ expected: Int, _ usage: String) throws(ShellError) {
         guard words.count == expected else { throw ShellError("\(usage) takes no arguments") }
+    }
+
+    /// A session's own level (R26) as a person types it: "-10", "-10dB", "-3.5 dB".
+    private static func level(_ text: String) throws(ShellError) -> SessionLevel {
+        var number = Substring(text)
+        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
+        guard let decibels = Float(number), let level = SessionLevel(decibels: decibels) else {
+            throw ShellError("'\(text)' is not a level; give dB from -96 to 0 (a session is never louder than its bus)")
+        }
+        return level
     }
 
     private static func sessionID(_ word: String) throws(ShellError) -> SessionID {

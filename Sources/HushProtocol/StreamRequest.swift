@@ -15,9 +15,12 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
     public var transient: Bool
     /// The session's mode (R22): `MODE=` on the device; `hush:voice` asks for voiceChat.
     public var mode: SessionMode
+    /// The session's own level (R26): `GAIN=` on the device.
+    public var level: SessionLevel
     /// The application's name, for logs and status (the plugin sends the program's).
     public var name: String?
-    /// An existing session to join instead of activating one; then `bus`, `options` and `transient` are absent.
+    /// An existing session to join instead of activating one; then `bus`, `options`, `transient`, `mode` and the
+    /// level are absent.
     public var session: SessionID?
     /// Frames per second.
     public var rate: Int
@@ -36,6 +39,7 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
         options: CategoryOptions = [],
         transient: Bool = false,
         mode: SessionMode = .default,
+        level: SessionLevel = .unity,
         name: String? = nil,
         session: SessionID? = nil,
         rate: Int,
@@ -50,6 +54,7 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
         self.options = options
         self.transient = transient
         self.mode = mode
+        self.level = level
         self.name = name
         self.session = session
         self.rate = rate
@@ -66,7 +71,8 @@ public struct StreamRequest: Hashable, Sendable, CustomStringConvertible {
             category: category,
             options: options,
             transient: transient,
-            mode: mode
+            mode: mode,
+            level: level
         )
     }
 

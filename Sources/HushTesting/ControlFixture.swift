@@ -127,7 +127,7 @@ package final class FakeControlHandler: ControlHandler {
                 descriptors: streamDescriptors?() ?? []
             )
         case .pause(let session), .resume(let session), .stop(let session), .deactivate(let session, _),
-            .play(let session, _, _):
+            .play(let session, _, _), .setLevel(let session, _):
             guard session.rawValue <= sessions else {
                 return .failure(ControlError(.unknownSession, "there is no \(session)", field: "session"))
             }

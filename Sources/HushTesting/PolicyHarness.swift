@@ -54,15 +54,29 @@ public struct PolicyHarness: Sendable {
         _ options: CategoryOptions = [],
         transient: Bool = false,
         mode: SessionMode = .default,
+        level: SessionLevel = .unity,
         client: UInt64? = nil
     ) -> [Decision] {
         send(
             .activate(
                 SessionID(id),
                 client: ClientID(client ?? id),
-                SessionConfiguration(bus: bus, category: category, options: options, transient: transient, mode: mode)
+                SessionConfiguration(
+                    bus: bus,
+                    category: category,
+                    options: options,
+                    transient: transient,
+                    mode: mode,
+                    level: level
+                )
             )
         )
+    }
+
+    /// Sets session `id`'s own level in decibels (R26).
+    @discardableResult
+    public mutating func setLevel(_ id: UInt64, _ decibels: Float) -> [Decision] {
+        send(.setLevel(SessionID(id), SessionLevel(decibels: decibels)!))
     }
 
     @discardableResult

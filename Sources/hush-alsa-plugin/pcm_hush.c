@@ -86,6 +86,8 @@ struct hush_pcm {
     bool transient;
     const char *mode; /* NULL: default */
     bool mode_given;  /* MODE= rather than the alias's */
+    bool level_given; /* GAIN=: the session's own level (policy R26) */
+    int level_tenths; /* in tenths of a dB, -960 to 0 */
     char name[256];
     bool has_session;
     uint64_t session;
@@ -343,6 +345,17 @@ static void open_stream_fields(struct hush_line *line, const struct hush_pcm *pc
     if (pcm->mode && (pcm->mode_given || !pcm->has_session)) {
         hush_line_raw(line, ",\"mode\":");
         hush_line_string(line, pcm->mode);
+    }
+    /* Always sent when given, so hushd can refuse it with SESSION (a joined session keeps its own level). */
+    if (pcm->level_given) {
+        char number[16];
+        int tenths = pcm->level_tenths < 0 ? -pcm->level_tenths : pcm->level_tenths;
+        if (tenths % 10)
+            snprintf(number, sizeof(number), "%s%d.%d", pcm->level_tenths < 0 ? "-" : "", tenths / 10, tenths % 10);
+        else
+            snprintf(number, sizeof(number), "%s%d", pcm->level_tenths < 0 ? "-" : "", tenths / 10);
+        hush_line_raw(line, ",\"gain\":");
+        hush_line_raw(line, number);
     }
     hush_line_raw(line, ",\"name\":");
     hush_line_string(line, pcm->name);
@@ -925,9 +938,11 @@ static int hush_poll_revents(snd_pcm_ioplug_t *io, struct pollfd *pfds, unsigned
 
 static void hush_dump(snd_pcm_ioplug_t *io, snd_output_t *out) {
     struct hush_pcm *pcm = io->private_data;
-    snd_output_printf(out, "hush: %s, category %s, bus %s, mode %s, via %s\n",
+    snd_output_printf(out, "hush: %s, category %s, bus %s, mode %s, level %s%d.%d dB, via %s\n",
                       is_playback(pcm) ? "playback" : "capture", pcm->category,
-                      pcm->bus ? pcm->bus : "(hushd's default)", pcm->mode ? pcm->mode : "default", pcm->socket_path);
+                      pcm->bus ? pcm->bus : "(hushd's default)", pcm->mode ? pcm->mode : "default",
+                      pcm->level_tenths < 0 ? "-" : "", abs(pcm->level_tenths) / 10, abs(pcm->level_tenths) % 10,
+                      pcm->socket_path);
     if (pcm->open) {
         snd_output_printf(out, "hushd stream %" PRIu64 ", ring %u frames, hushd's period %u frames\n",
                           pcm->stream_id, pcm->ring_frames, pcm->period_frames);
@@ -993,6 +1008,40 @@ static int parse_mode(struct hush_pcm *pcm, const char *text) {
     }
     SNDERR("hush: unknown mode '%s'; the modes are default, voiceChat and measurement", text);
     return -EINVAL;
+}
+
+/*
+ * GAIN=: the session's own level in dB, -96 to 0, to a tenth of a dB ("-10", "-3.5", "-6dB"). Parsed by hand, not
+ * with strtod, whose decimal point is the host program's locale's.
+ */
+static int parse_level(struct hush_pcm *pcm, const char *text) {
+    if (!text || !text[0]) return 0;
+    const char *p = text;
+    while (*p == ' ') p++;
+    bool negative = *p == '-';
+    if (*p == '-' || *p == '+') p++;
+    long tenths = 0;
+    int digits = 0, decimals = 0;
+    for (; *p >= '0' && *p <= '9' && tenths <= 10000; p++, digits++) tenths = tenths * 10 + (*p - '0');
+    tenths *= 10;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++, decimals++) {
+            if (decimals == 0) tenths += *p - '0';
+            else if (decimals == 1 && *p >= '5') tenths += 1; /* rounds to the tenth */
+        }
+    }
+    while (*p == ' ') p++;
+    if ((p[0] == 'd' || p[0] == 'D') && (p[1] == 'b' || p[1] == 'B')) p += 2;
+    while (*p == ' ') p++;
+    if (negative) tenths = -tenths;
+    if (*p || digits + decimals == 0 || tenths < -960 || tenths > 0) {
+        SNDERR("hush: GAIN is the stream's own level in dB, from -96 to 0 (never louder than its bus allows), "
+               "not '%s'", text);
+        return -EINVAL;
+    }
+    pcm->level_given = true;
+    pcm->level_tenths = (int)tenths;
+    return 0;
 }
 
 static int parse_options(struct hush_pcm *pcm, const char *text) {
@@ -1079,9 +1128,20 @@ static int hello(struct hush_pcm *pcm) {
     return request(pcm, &line, id, "hello");
 }
 
-enum { ARG_CATEGORY, ARG_BUS, ARG_OPTIONS, ARG_TRANSIENT, ARG_NAME, ARG_SESSION, ARG_SOCKET, ARG_MODE, ARG_COUNT };
-static const char *const argument_names[ARG_COUNT] = {"category", "bus",     "options", "transient",
-                                                      "name",     "session", "socket",  "mode"};
+enum {
+    ARG_CATEGORY,
+    ARG_BUS,
+    ARG_OPTIONS,
+    ARG_TRANSIENT,
+    ARG_NAME,
+    ARG_SESSION,
+    ARG_SOCKET,
+    ARG_MODE,
+    ARG_GAIN,
+    ARG_COUNT
+};
+static const char *const argument_names[ARG_COUNT] = {"category", "bus",    "options", "transient", "name",
+                                                      "session",  "socket", "mode",    "gain"};
 
 static int configure(struct hush_pcm *pcm, snd_config_t *conf, char **arguments) {
     snd_config_iterator_t i, next;
@@ -1095,7 +1155,7 @@ static int configure(struct hush_pcm *pcm, snd_config_t *conf, char **arguments)
             if (strcmp(id, argument_names[a]) == 0) which = a;
         if (which < 0) {
             SNDERR("hush: unknown field '%s'; the fields are category, bus, options, transient, name, session, "
-                   "socket, mode", id);
+                   "socket, mode, gain", id);
             return -EINVAL;
         }
         free(arguments[which]);
@@ -1108,6 +1168,7 @@ static int configure(struct hush_pcm *pcm, snd_config_t *conf, char **arguments)
     int error = parse_category(pcm, arguments[ARG_CATEGORY], arguments[ARG_BUS]);
     if (error == 0) error = parse_options(pcm, arguments[ARG_OPTIONS]);
     if (error == 0) error = parse_mode(pcm, arguments[ARG_MODE]);
+    if (error == 0) error = parse_level(pcm, arguments[ARG_GAIN]);
     if (error == 0 && arguments[ARG_TRANSIENT]) error = parse_flag(arguments[ARG_TRANSIENT], &pcm->transient);
     if (error == 0) error = parse_session(pcm, arguments[ARG_SESSION]);
     if (error == 0) set_name(pcm, arguments[ARG_NAME]);

@@ -294,6 +294,18 @@ func monotonicMilliseconds() -> Int64 {
 extension Bus: ExpressibleByArgument {}
 extension HushCore.Category: ExpressibleByArgument {}
 
+/// `--gain -10`, `--gain -3.5dB`: a session's own level (policy R26).
+extension SessionLevel: ExpressibleByArgument {
+    public init?(argument: String) {
+        var number = Substring(argument)
+        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
+        guard let decibels = Float(number) else { return nil }
+        self.init(decibels: decibels)
+    }
+
+    public var defaultValueDescription: String { description }
+}
+
 struct Play: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Activate a session, play a file or a tone into it, and hold it until the sound ends.",
@@ -319,6 +331,14 @@ struct Play: ParsableCommand {
     @Option(help: "Play a sine tone of this frequency in Hz instead of a file.") var tone: Double?
     @Option(name: .customLong("for"), help: "Stop after this many seconds.") var seconds: Double?
     @Option(help: "A name for the session in hushd's log and status.") var name: String?
+    @Option(
+        parsing: .unconditional,
+        help: """
+            The session's own level in dB, -96 to 0 (e.g. --gain -10): how loud it is against other sounds. The \
+            system or ringer volume still scales it; it is never louder than its bus allows.
+            """
+    )
+    var gain: SessionLevel = .unity
 
     func validate() throws {
         if file == nil && tone == nil { throw ValidationError("name a FILE or give --tone HZ") }
@@ -335,7 +355,8 @@ struct Play: ParsableCommand {
             bus: bus,
             category: category ?? Self.category(on: bus),
             options: options,
-            transient: transient
+            transient: transient,
+            level: gain
         )
         let sound: SoundSource = tone.map { .tone($0) } ?? .file(file ?? "")
         try hold(configuration, sound: sound, loop: loop, seconds: seconds, name: name, options: self.options)

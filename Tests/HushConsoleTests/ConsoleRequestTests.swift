@@ -81,6 +81,16 @@ struct ConsoleRequestTests {
                 SessionConfiguration(bus: .effect, category: .playback, options: [.duckOthers, .mixWithOthers])
             )
         ),
+        (
+            "activate 5 effect ambient gain=-10dB",
+            .activate(
+                SessionID(5),
+                client: nil,
+                SessionConfiguration(bus: .effect, category: .ambient, level: SessionLevel(decibels: -10)!)
+            )
+        ),
+        ("level 5 -3.5", .level(SessionID(5), SessionLevel(decibels: -3.5)!)),
+        ("level 5 0", .level(SessionID(5), .unity)),
         ("deactivate 3 notify", .deactivate(SessionID(3), notifyOthers: true)),
         ("deactivate 3", .deactivate(SessionID(3), notifyOthers: false)),
         ("gone 9", .clientGone(ClientID(9))),
@@ -133,8 +143,15 @@ struct ConsoleRequestTests {
             "activate 2 music jazz",
             "unknown category 'jazz': use ambient, soloAmbient, playback, record or playAndRecord"
         ),
-        ("activate music playback loud", "unknown option 'loud': use mix, duck, transient or client=N"),
-        ("activate", "usage: activate [ID] BUS CATEGORY [mix] [duck] [transient] [client=N]"),
+        ("activate music playback loud", "unknown option 'loud': use mix, duck, transient, gain=DB or client=N"),
+        ("activate", "usage: activate [ID] BUS CATEGORY [mix] [duck] [transient] [gain=DB] [client=N]"),
+        (
+            "activate music playback gain=6",
+            "a level is dB from -96 to 0 (a session is never louder than its bus), not '6'"
+        ),
+        ("level 1", "usage: level ID DB (a level from -96 to 0 dB)"),
+        ("level 1 loud", "a level is dB from -96 to 0 (a session is never louder than its bus), not 'loud'"),
+        ("level x -10", "level takes a session number, not 'x'"),
         ("deactivate 2 now", "deactivate takes 'notify' after the id, not 'now'"),
         ("gone me", "gone takes a client number, not 'me'"),
         ("wait soon", "wait takes milliseconds, not 'soon'"),
@@ -159,7 +176,7 @@ struct ConsoleRequestTests {
             #expect(
                 error.message
                     == "unknown command 'sesions'; did you mean 'sessions'? Commands: status, sessions, volume, "
-                    + "ringer, route, log, version, play, stop, activate, pause, deactivate, silence, press, release, "
+                    + "ringer, route, log, version, play, stop, activate, level, pause, deactivate, silence, press, release, "
                     + "tap, up, down, plug, unplug, jack, key, privacy, help, quit"
             )
         }
@@ -234,7 +251,8 @@ struct ConsoleRequestTests {
     func wordsAreAccepted() throws {
         let examples = [
             "status", "sessions", "volume 3", "ringer 3", "route auto", "log level info", "version", "play 1",
-            "stop 1", "activate 1 music playback", "pause 1", "deactivate 1", "finished 1", "gone 1", "silence on",
+            "stop 1", "activate 1 music playback", "level 1 -10", "pause 1", "deactivate 1", "finished 1", "gone 1",
+            "silence on",
             "press up", "release", "tap up", "up", "down", "plug", "unplug", "jack toggle", "key play", "privacy on",
             "wait 5",
             "help", "quit",

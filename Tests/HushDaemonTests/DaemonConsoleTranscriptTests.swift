@@ -92,7 +92,7 @@ struct DaemonConsoleTranscriptTests {
         for needle in [
             "[R1 silence-switch]", "[R3 volume-buttons]", "[R4 headphones-plugged]", "[R5 headphones-unplugged]",
             "[R13 route-override]", "[R15 session-requests]", "error: ", "Commands (Tab completes a word",
-            "[R21 microphone-privacy] close the microphone", "MUTED by the privacy switch",
+            "[R21 microphone-privacy] close the microphone", "MUTED by the privacy switch", "[R26 session-level]",
         ] {
             #expect(text.contains(needle), "the transcript has no \(needle)")
         }

@@ -952,3 +952,99 @@ struct R25StartupSound {
         #expect(decisions.contains { if case .reject = $0.command { true } else { false } })
     }
 }
+
+@Suite("R26 session-level")
+struct R26SessionLevel {
+    private func gainCommands(_ decisions: [Decision], _ id: UInt64) -> [(Gain, Duration, Rule)] {
+        decisions.compactMap { decision in
+            guard case .setSessionGain(let session, let gain, let ramp) = decision.command, session == SessionID(id)
+            else { return nil }
+            return (gain, ramp, decision.rule)
+        }
+    }
+
+    private func near(_ gain: Gain, _ decibels: Float) -> Bool { abs(gain.decibels - decibels) < 0.001 }
+
+    @Test("a session activated at -10 dB starts there, with no ramp; the bus's volume is untouched")
+    func activatedAtLevel() {
+        var board = PolicyHarness()
+        let decisions = board.activate(1, .effect, .ambient, level: SessionLevel(decibels: -10)!)
+        let gains = gainCommands(decisions, 1)
+        #expect(gains.count == 1 && near(gains[0].0, -10) && gains[0].1 == .zero && gains[0].2 == .r26)
+        #expect(!decisions.contains { if case .setBusGain = $0.command { true } else { false } })
+        #expect(board.policy.session(SessionID(1))?.configuration.level == SessionLevel(decibels: -10))
+    }
+
+    @Test("setting the level ramps to it over the volume ramp, and back to 0 dB")
+    func setAndBack() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.play(1)
+        let down = board.setLevel(1, -10)
+        let gains = gainCommands(down, 1)
+        #expect(gains.count == 1 && near(gains[0].0, -10) && gains[0].1 == .milliseconds(30) && gains[0].2 == .r26)
+        #expect(down.contains { $0.rule == .r26 && $0.reason.contains("-10 dB") })
+        let up = board.setLevel(1, 0)
+        #expect(gainCommands(up, 1).map(\.0) == [.unity])
+        #expect(board.gain(1) == .unity)
+    }
+
+    @Test("the level multiplies the duck: a ducked session at -6 dB sits at -20 dB")
+    func underDuck() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback, [.mixWithOthers], level: SessionLevel(decibels: -6)!)
+        board.activate(2, .effect, .playback, [.duckOthers])
+        #expect(near(board.gain(1), -20))
+        board.setLevel(1, -3)
+        #expect(near(board.gain(1), -17))
+        board.send(.deactivate(SessionID(2), notifyOthers: true))
+        #expect(near(board.gain(1), -3))
+    }
+
+    @Test("the silence switch silences a session whatever its level, and its level returns after")
+    func underSilence() {
+        var board = PolicyHarness()
+        board.activate(1, .effect, .ambient, level: SessionLevel(decibels: -12)!)
+        board.input(.silenceSwitch(.silent))
+        #expect(board.gain(1) == .silent)
+        let set = board.setLevel(1, -4)
+        #expect(gainCommands(set, 1).isEmpty, "silenced: the new level waits")
+        #expect(board.gain(1) == .silent)
+        board.input(.silenceSwitch(.ring))
+        #expect(near(board.gain(1), -4))
+    }
+
+    @Test("a session is never louder than its bus: levels above 0 dB do not exist")
+    func neverAbove() {
+        #expect(SessionLevel(decibels: 0.1) == nil)
+        #expect(SessionLevel(decibels: -96.5) == nil)
+        #expect(SessionLevel(decibels: .nan) == nil)
+        #expect(SessionLevel(decibels: -96)?.gain.linear ?? 1 < 0.0001)
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback)
+        board.setLevel(1, 0)
+        #expect(board.gain(1) == .unity)
+    }
+
+    @Test("the same level again changes nothing; an unknown session is refused")
+    func repeatedAndUnknown() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback, level: SessionLevel(decibels: -10)!)
+        let again = board.setLevel(1, -10)
+        #expect(gainCommands(again, 1).isEmpty && again.contains { $0.rule == .r26 })
+        let unknown = board.setLevel(9, -10)
+        #expect(unknown.contains { if case .reject = $0.command { true } else { false } })
+    }
+
+    @Test("the volume still scales a session at its own level: the bus gain moves by the curve, the level stays")
+    func volumeGoverns() {
+        var board = PolicyHarness()
+        board.activate(1, .music, .playback, level: SessionLevel(decibels: -10)!)
+        board.play(1)
+        let before = board.engine.busGains[.music]
+        let step = board.send(.setVolume(.system, VolumeStep(rawValue: 12)!))
+        #expect(gainCommands(step, 1).isEmpty)
+        #expect(board.engine.busGains[.music] != before)
+        #expect(near(board.gain(1), -10))
+    }
+}

@@ -102,7 +102,39 @@ struct ControlCodecTests {
         ControlRequest(id: .number(28), .stream(StreamID(4), .stop)),
         ControlRequest(id: .number(29), .stream(StreamID(4), .prepare)),
         ControlRequest(id: .number(30), .closeStream(StreamID(4))),
+        ControlRequest(id: .number(31), .setLevel(SessionID(3), SessionLevel(decibels: -10)!)),
+        ControlRequest(id: .number(32), .setLevel(SessionID(3), SessionLevel(decibels: -0.1)!)),
+        ControlRequest(
+            id: .number(33),
+            .activate(
+                SessionConfiguration(bus: .effect, category: .ambient, level: SessionLevel(decibels: -96)!),
+                name: "clicks"
+            )
+        ),
+        ControlRequest(
+            id: .number(34),
+            .openStream(
+                StreamRequest(
+                    direction: .playback,
+                    category: .ambient,
+                    level: SessionLevel(decibels: -12.5)!,
+                    rate: 48_000,
+                    channels: 2,
+                    format: .s16LE,
+                    bufferFrames: 4096
+                )
+            )
+        ),
     ]
+
+    @Test("a session's level on the wire: gain in dB with the digits written (R26)")
+    func levelBytes() {
+        #expect(text(codec.encode(Self.requests[32])) == #"{"command":"level","gain":-10,"id":31,"session":3}"# + "\n")
+        #expect(text(codec.encode(Self.requests[33])) == #"{"command":"level","gain":-0.1,"id":32,"session":3}"# + "\n")
+        #expect(String(decoding: codec.encode(Self.requests[34]), as: UTF8.self).contains(#""gain":-96"#))
+        let plain = ControlRequest(.activate(SessionConfiguration(bus: .music, category: .playback), name: nil))
+        #expect(!text(codec.encode(plain)).contains("gain"), "0 dB is the default and is not written")
+    }
 
     @Test("every request survives encode then decode", arguments: requests)
     func requestRoundTrip(_ request: ControlRequest) throws {
@@ -225,7 +257,8 @@ struct ControlCodecTests {
             line: #"{"id":4}"#,
             code: .missingField,
             field: "command",
-            message: "field 'command' is missing: name one of hello, version, activate, play, pause, resume, stop, "
+            message:
+                "field 'command' is missing: name one of hello, version, activate, play, level, pause, resume, stop, "
                 + "deactivate, volume, route, status, subscribe, unsubscribe, open-stream, stream, close-stream",
             id: .number(4)
         ),
@@ -253,15 +286,16 @@ struct ControlCodecTests {
             code: .unknownCommand,
             field: "command",
             message: "unknown command \"stauts\" (did you mean \"status\"?); commands: hello, version, activate, "
-                + "play, pause, resume, stop, deactivate, volume, route, status, subscribe, unsubscribe, open-stream, "
-                + "stream, close-stream",
+                + "play, level, pause, resume, stop, deactivate, volume, route, status, subscribe, unsubscribe, "
+                + "open-stream, stream, close-stream",
             id: .number(9)
         ),
         Refusal(
             line: #"{"command":"launch"}"#,
             code: .unknownCommand,
             field: "command",
-            message: "unknown command \"launch\"; commands: hello, version, activate, play, pause, resume, stop, "
+            message:
+                "unknown command \"launch\"; commands: hello, version, activate, play, level, pause, resume, stop, "
                 + "deactivate, volume, route, status, subscribe, unsubscribe, open-stream, stream, close-stream"
         ),
         Refusal(
@@ -311,7 +345,7 @@ struct ControlCodecTests {
             code: .unknownField,
             field: "buss",
             message: "activate takes no field 'buss' (did you mean \"bus\"?); it takes 'bus', 'category', "
-                + "'command', 'id', 'mode', 'name', 'options', 'transient'"
+                + "'command', 'gain', 'id', 'mode', 'name', 'options', 'transient'"
         ),
         Refusal(
             line: #"{"command":"status","verbose":true}"#,
@@ -615,8 +649,49 @@ struct ControlCodecTests {
             code: .unknownField,
             field: "periodframes",
             message: "open-stream takes no field 'periodframes' (did you mean \"periodFrames\"?); it takes "
-                + "'bufferFrames', 'bus', 'category', 'channels', 'command', 'direction', 'format', 'id', 'mode', "
-                + "'name', 'options', 'periodFrames', 'rate', 'session', 'transient'"
+                + "'bufferFrames', 'bus', 'category', 'channels', 'command', 'direction', 'format', 'gain', 'id', "
+                + "'mode', 'name', 'options', 'periodFrames', 'rate', 'session', 'transient'"
+        ),
+        Refusal(
+            line: openStream(#""gain":3"#),
+            code: .invalidValue,
+            field: "gain",
+            message: "field 'gain': expected the session's own level in dB, from -96 dB to 0 dB (a session is never "
+                + "louder than its bus), got 3"
+        ),
+        Refusal(
+            line: #"{"command":"open-stream","direction":"playback","category":"playback","session":3,"gain":-6,"#
+                + #""rate":48000,"channels":2,"format":"S16_LE","bufferFrames":4096}"#,
+            code: .conflictingFields,
+            field: "gain",
+            message: "open-stream with 'session' joins that session as it is; 'gain' is for a session it activates, "
+                + "so give one or the other"
+        ),
+        Refusal(
+            line: #"{"command":"level","session":3}"#,
+            code: .missingField,
+            field: "gain",
+            message: "level needs field 'gain': the session's own level in dB, from -96 dB to 0 dB"
+        ),
+        Refusal(
+            line: #"{"command":"level","session":3,"gain":"-10"}"#,
+            code: .wrongType,
+            field: "gain",
+            message: "field 'gain': expected a number, got a string \"-10\""
+        ),
+        Refusal(
+            line: #"{"command":"level","session":3,"gain":-120}"#,
+            code: .invalidValue,
+            field: "gain",
+            message: "field 'gain': expected the session's own level in dB, from -96 dB to 0 dB (a session is never "
+                + "louder than its bus), got -120"
+        ),
+        Refusal(
+            line: #"{"command":"activate","bus":"music","category":"playback","gain":0.5}"#,
+            code: .invalidValue,
+            field: "gain",
+            message: "field 'gain': expected the session's own level in dB, from -96 dB to 0 dB (a session is never "
+                + "louder than its bus), got 0.5"
         ),
         Refusal(
             line: #"{"command":"stream","action":"start","id":5}"#,

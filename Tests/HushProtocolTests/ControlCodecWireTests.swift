@@ -20,7 +20,7 @@ struct ControlCodecWireTests {
         + #""secondaryAudioShouldBeSilenced":true,"sessions":["#
         + #"{"bus":"music","category":"playback","client":1001,"gid":1000,"id":1,"interruptedBy":[3],"options":[],"#
         + #""pausedBy":"interruption","pid":4001,"state":"paused","transient":false,"uid":1000},"#
-        + #"{"bus":"effect","category":"ambient","client":1002,"gid":1000,"id":2,"interruptedBy":[],"#
+        + #"{"bus":"effect","category":"ambient","client":1002,"gain":-10,"gid":1000,"id":2,"interruptedBy":[],"#
         + #""options":["mixWithOthers"],"pid":4002,"state":"playing","transient":false,"uid":1000},"#
         + #"{"bus":"ringer","category":"playback","client":1003,"gid":1000,"id":3,"interruptedBy":[],"options":[],"#
         + #""pid":4003,"state":"playing","transient":true,"uid":1000},"#
@@ -165,6 +165,12 @@ struct ControlCodecWireTests {
             #"{"action":"stop","command":"stream","id":28,"stream":4}"#,
             #"{"action":"prepare","command":"stream","id":29,"stream":4}"#,
             #"{"command":"close-stream","id":30,"stream":4}"#,
+            #"{"command":"level","gain":-10,"id":31,"session":3}"#,
+            #"{"command":"level","gain":-0.1,"id":32,"session":3}"#,
+            #"{"bus":"effect","category":"ambient","command":"activate","gain":-96,"id":33,"name":"clicks","#
+                + #""options":[]}"#,
+            #"{"bufferFrames":4096,"category":"ambient","channels":2,"command":"open-stream","direction":"playback","#
+                + #""format":"S16_LE","gain":-12.5,"id":34,"rate":48000}"#,
         ]
         #expect(ControlCodecTests.requests.map { text(codec.encode($0)) } == expected.map { $0 + "\n" })
     }

@@ -24,6 +24,7 @@ struct ControlTextTests {
         _ category: HushCore.Category,
         _ options: CategoryOptions = [],
         transient: Bool = false,
+        level: Float = 0,
         state: String,
         pausedBy: String? = nil,
         interruptedBy: [SessionID] = []
@@ -34,7 +35,13 @@ struct ControlTextTests {
             pid: Int32(4000 + id),
             uid: 1000,
             gid: 1000,
-            configuration: SessionConfiguration(bus: bus, category: category, options: options, transient: transient),
+            configuration: SessionConfiguration(
+                bus: bus,
+                category: category,
+                options: options,
+                transient: transient,
+                level: SessionLevel(decibels: level)!
+            ),
             state: state,
             pausedBy: pausedBy,
             interruptedBy: interruptedBy
@@ -56,7 +63,7 @@ struct ControlTextTests {
         secondaryAudioShouldBeSilenced: true,
         sessions: [
             session(1, .music, .playback, state: "paused", pausedBy: "interruption", interruptedBy: [SessionID(3)]),
-            session(2, .effect, .ambient, [.mixWithOthers], state: "playing"),
+            session(2, .effect, .ambient, [.mixWithOthers], level: -10, state: "playing"),
             session(3, .ringer, .playback, transient: true, state: "playing"),
             session(4, .effect, .playAndRecord, [.mixWithOthers, .duckOthers], state: "paused", pausedBy: "user"),
             ControlStatus.Session(
@@ -87,7 +94,7 @@ struct ControlTextTests {
             sessions         5
               ID CLIENT    PID   UID  BUS    CATEGORY      OPTIONS  STATE
                1   1001   4001  1000  music  playback      -        interrupted by 3
-               2   1002   4002  1000  effect ambient       mix      playing
+               2   1002   4002  1000  effect ambient       mix      playing, -10 dB
                3   1003   4003  1000  ringer playback      -+tr     playing
                4   1004   4004  1000  effect playAndRecord duck     paused (user)
                5      0      -     -  music  soloAmbient   -        idle
@@ -445,6 +452,17 @@ struct ShellSyntaxTests {
                     )
                 )
             ),
+            (
+                "activate effect ambient gain=-10dB",
+                .request(
+                    .activate(
+                        SessionConfiguration(bus: .effect, category: .ambient, level: SessionLevel(decibels: -10)!),
+                        name: nil
+                    )
+                )
+            ),
+            ("level 2 -3.5", .request(.setLevel(SessionID(2), SessionLevel(decibels: -3.5)!))),
+            ("level 2 0dB", .request(.setLevel(SessionID(2), .unity))),
             ("play 2 /tmp/a.wav", .request(.play(SessionID(2), .file("/tmp/a.wav"), loop: false))),
             ("play 2 /tmp/a.wav loop", .request(.play(SessionID(2), .file("/tmp/a.wav"), loop: true))),
             ("tone 2 440", .request(.play(SessionID(2), .tone(440), loop: false))),
@@ -470,7 +488,7 @@ struct ShellSyntaxTests {
     @Test("mistakes say what was expected")
     func mistakes() {
         let cases = [
-            ("activate music", "activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [name=NAME]"),
+            ("activate music", "activate BUS CATEGORY [mix] [duck] [transient] [mode=MODE] [gain=DB] [name=NAME]"),
             ("activate radio playback", "'radio' is not a bus; buses: effect, music, ringer"),
             (
                 "activate music loud",
@@ -478,11 +496,17 @@ struct ShellSyntaxTests {
             ),
             (
                 "activate music playback fast",
-                "'fast' is not an option; options: mix, duck, transient, mode=MODE, name=NAME"
+                "'fast' is not an option; options: mix, duck, transient, mode=MODE, gain=DB, name=NAME"
             ),
             ("play x a.wav", "'x' is not a session id; give the number activate replied with"),
             ("tone 1 99999", "'99999' is not a frequency; give Hz from 1 to 20000"),
             ("pause", "pause SESSION"), ("deactivate 1 now", "deactivate SESSION [notify]"),
+            ("level 1", "level SESSION DB: a level from -96 to 0 dB"),
+            ("level 1 +3", "'+3' is not a level; give dB from -96 to 0 (a session is never louder than its bus)"),
+            (
+                "activate effect ambient gain=loud",
+                "'loud' is not a level; give dB from -96 to 0 (a session is never louder than its bus)"
+            ),
             ("volume 17", "'17' is not a volume; give a step 0 to 16, +N, -N, up or down"),
             (
                 "subscribe weather",

@@ -143,6 +143,28 @@ struct PluginRequestLineTests {
         }
     }
 
+    @Test("GAIN= reaches hushd as the session's own level, to a tenth of a dB; beyond -96…0 dB it is refused")
+    func levelsParse() throws {
+        let given = ["-10", "-3.55dB", "-0", " -6 dB", "-96", "-.5"]
+        let output = try Self.run(given.map { #"category "ambient" gain "\#($0)""# })
+        let first = StreamRequest.deviceNames.count + 1
+        let expected: [Float] = [-10, -3.6, 0, -6, -96, -0.5]
+        for (offset, want) in expected.enumerated() {
+            let line = try #require(Self.lines(of: first + offset, in: output)["playback"], "\(given[offset])")
+            guard case .success(let request) = Self.parse(line) else {
+                Issue.record("\(line) does not parse")
+                continue
+            }
+            #expect(request.level == SessionLevel(decibels: want), "\(given[offset]): \(line)")
+            #expect(request.sessionConfiguration.level == request.level)
+        }
+        let refused = ["+3", "0.5", "-96.1", "-100", "abc", "-", "-10 dBFS"]
+        let refusals = try Self.run(refused.map { #"category "ambient" gain "\#($0)""# })
+        for (offset, text) in refused.enumerated() {
+            #expect(refusals.contains("refused \(first + offset) \(EINVAL)"), "GAIN=\(text) should be refused")
+        }
+    }
+
     @Test("a mode the plugin does not know is refused at open, naming the modes")
     func unknownMode() throws {
         let output = try Self.run([#"category "record" mode "karaoke""#])

@@ -156,6 +156,28 @@ struct RenderTests {
         #expect(abs(out.level(440, from: 2.6, to: 2.95) - before) < 0.2, "restored after the 500 ms release")
     }
 
+    @Test("R26: a session's own level sits under the other by its decibels; the volume moves both by the step")
+    func sessionLevel() throws {
+        let text = try String(
+            contentsOfFile: Self.scenarioPath.replacingOccurrences(
+                of: "silence-and-unplug.txt",
+                with: "session-level.txt"
+            ),
+            encoding: .utf8
+        )
+        let out = try Self.render(text)
+        let prompt = out.level(1000, from: 0.2, to: 0.95)
+        let clicks = out.level(2500, from: 0.2, to: 0.95)
+        #expect(abs(prompt - Self.system8) < 0.05, "the prompt at 0 dB: \(prompt) dBFS")
+        #expect(abs(prompt - clicks - 10) < 0.05, "the clicks 10 dB under: \(prompt - clicks)")
+        // Volume 12 is -11 dB on the default curve: 13 dB up from 8, for both.
+        #expect(abs(out.level(1000, from: 1.2, to: 1.95) - prompt - 13) < 0.05)
+        #expect(abs(out.level(2500, from: 1.2, to: 1.95) - clicks - 13) < 0.05)
+        #expect(abs(out.level(2500, from: 2.2, to: 2.95) - (clicks + 13 - 10)) < 0.05, "level -20")
+        #expect(abs(out.level(2500, from: 3.2, to: 3.95) - out.level(1000, from: 3.2, to: 3.95)) < 0.05, "level 0")
+        #expect(out.decisions.filter { $0.rule == "R26" }.count == 3, "activation at -10 dB, then two changes")
+    }
+
     @Test("the same scenario gives the same bytes, and the events name their rules")
     func deterministic() throws {
         let text = try String(contentsOfFile: Self.scenarioPath, encoding: .utf8)

@@ -250,7 +250,7 @@ struct TimelinePlotTests {
 
     @Test(
         "the pictures in docs/images are what make plots draws today",
-        arguments: ["silence-switch", "unplug", "ringtone", "ducking", "silence-and-unplug"]
+        arguments: ["silence-switch", "unplug", "ringtone", "ducking", "silence-and-unplug", "session-level"]
     )
     func documentedPictures(name: String) throws {
         let docs = RenderTests.scenarioPath.replacingOccurrences(of: "/scenarios/silence-and-unplug.txt", with: "")
