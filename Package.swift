@@ -29,6 +29,8 @@ let package = Package(
         .library(name: "HushStreams", targets: ["HushStreams"]),
         // For the benchmarks' voice figures.
         .library(name: "HushVoice", targets: ["HushVoice"]),
+        // For the benchmarks' level meter figures.
+        .library(name: "HushHearing", targets: ["HushHearing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
@@ -95,6 +97,9 @@ let package = Package(
         .target(name: "HushAudioFile", dependencies: ["CSndfile", "CSamplerate", "HushCore"]),
         // The microphone's voice processing (`VoiceProcessor`): run by a thread of its own, never the mixer's.
         .target(name: "HushVoice", dependencies: ["CVoiceProcessing", "HushCore"]),
+        // Hearing safety: the A-weighted level of what a private route plays, and the week's sound dose. Pure
+        // computation, for a thread of its own fed with the mix, never the mixer's.
+        .target(name: "HushHearing"),
 
         // MARK: The real-time mixer: no C library, no allocation or locks on the render path.
         // Built like every other target: no unsafeFlags on a target a product exports (SwiftPM refuses a package
@@ -237,6 +242,7 @@ let package = Package(
             providers: [.apt(["libspeexdsp-dev"])]
         ),
         .testTarget(name: "HushVoiceTests", dependencies: ["HushVoice", "HushCore", "HushTesting", "CSpeexDSP"]),
+        .testTarget(name: "HushHearingTests", dependencies: ["HushHearing"]),
         .testTarget(
             name: "HushMixerTests",
             dependencies: ["HushMixer", "HushCore", "HushTesting", "CAllocationCounter"]

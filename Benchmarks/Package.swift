@@ -34,6 +34,7 @@ let package = Package(
                 .product(name: "HushRender", package: hush),
                 .product(name: "HushProtocol", package: hush),
                 .product(name: "HushStreams", package: hush),
+                .product(name: "HushHearing", package: hush),
             ]
         ),
     ]

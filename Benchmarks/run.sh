@@ -42,6 +42,15 @@ done
 "$stripped" latency
 
 echo
+echo "== callgrind: the hearing-safety level meter, instructions per second of 48 kHz stereo =="
+hearing() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$stripped" hearing "$1" 2>&1 | sed -n 's/.*Collected : //p'; }
+h_small=$(hearing 5); h_large=$(hearing 10)
+meter=$(( (h_large - h_small) / 5 ))
+echo "level meter: $meter instructions per second of audio;" \
+    "the mixer's 750 periods of 64 frames (one second, 3 voices) take $(( (large - small) * 750 / 2000 ))," \
+    "so the meter costs $(( meter * 100 / ((large - small) * 750 / 2000) ))% of the mix's own instructions"
+
+echo
 echo "== memcheck: allocations per render period after warm-up =="
 allocs() { valgrind "$stripped" periods "$1" 2>&1 | sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' | tr -d ,; }
 a=$(allocs 2000)

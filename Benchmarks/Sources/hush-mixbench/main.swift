@@ -19,6 +19,7 @@
 import Foundation
 import HushAudioFile
 import HushCore
+import HushHearing
 import HushMixer
 import HushProtocol
 import HushRender
@@ -320,6 +321,34 @@ func run(_ arguments: [String]) throws {
         print(
             "rendered \(count) periods of \(streams) streams at \(rate) Hz; consumed \(consumed.first ?? 0) frames each, \(underruns.reduce(0, +)) frames short"
         )
+    case "hearing":
+        // The level meter (hearing safety) on stereo music-like audio: SECONDS of it, fed in 64-frame periods.
+        let length = Int(arguments.count > 1 ? arguments[1] : "10") ?? 10
+        let channels = 2
+        var samples = [Float](repeating: 0, count: 48000 * channels)
+        var noise = SplitMix(state: 7)
+        for frame in 0..<48000 {
+            let tone = 0.3 * sin(2 * Double.pi * 440 * Double(frame) / 48000)
+            for channel in 0..<channels {
+                samples[frame * channels + channel] = Float(tone) + 0.05 * (noise.unit() - 0.5)
+            }
+        }
+        var meter = LevelMeter(sampleRate: 48000, channels: channels)
+        var seconds = 0
+        var last = 0.0
+        for _ in 0..<length {
+            samples.withUnsafeBufferPointer { buffer in
+                var start = 0
+                while start < buffer.count {
+                    meter.append(UnsafeBufferPointer(rebasing: buffer[start..<start + 64 * channels])) {
+                        seconds += 1
+                        last = $0
+                    }
+                    start += 64 * channels
+                }
+            }
+        }
+        print("level meter: \(seconds) s of 48 kHz stereo measured, the last at \(String(format: "%.2f", last)) dB")
     case "latency":
         for rate in [48000, 44100, 16000, 8000] {
             let lag = try StreamBench.impulseLag(rate: rate)
@@ -510,7 +539,7 @@ func benchMessages() -> [ServerMessage] {
         .event(.volumeChanged(.system, VolumeStep(clamping: 9), route: .speaker)),
         .event(.routeChanged(RouteChange(previous: .speaker, current: .headphones, reason: .newDeviceAvailable))),
         .event(.silenceChanged(.silent)),
-        .event(.interruptionBegan(SessionID(3), by: SessionID(4))),
+        .event(.interruptionBegan(SessionID(3), cause: .session(SessionID(4)))),
         .event(
             .decision(
                 DecisionReport(
