@@ -30,6 +30,9 @@ final class ConfigurationReader {
         "volume": ["curve", "default_system", "default_ringer", "startup_max"],
         "ducking": ["depth_db", "attack_ms", "release_ms"],
         "ramps": ["silence_ms", "volume_ms"],
+        "hearing": [
+            "start_limit_dba", "momentary_limit_dba", "momentary_seconds", "ceiling_dba", "assumed_full_scale_dba",
+        ],
         "buses": [],
         "outputs": [],
         "console": ["device", "baud"],
@@ -45,7 +48,7 @@ final class ConfigurationReader {
         "sounds": ["directories", "startup"],
         "log": ["level"],
     ]
-    static let routeKeys = ["pcm", "rate", "channels", "format", "switches"]
+    static let routeKeys = ["pcm", "rate", "channels", "format", "switches", "private", "full_scale_dba"]
     static let switchKeys = ["card", "control", "interface", "index", "on", "value"]
     static let gpioKeys = ["kind", "chip", "line", "active_low", "bias", "debounce_ms"]
     /// A GPIO media key also says which key a press means.
@@ -89,6 +92,7 @@ final class ConfigurationReader {
         readVolume()
         readDucking()
         readRamps()
+        readHearing()
         readBuses()
         readOutputLines()
         readConsole()
@@ -402,6 +406,8 @@ final class ConfigurationReader {
             }
             route.format = choice(table, "format", SampleFormat.allCases.map { ($0.rawValue, $0) })
             route.switches = readSwitches(table, pcm: route.pcm)
+            route.isPrivate = boolean(table, "private")
+            route.fullScaleDecibelsA = number(table, "full_scale_dba", 40...140)
             configuration.routes[Route(name)] = route
         }
         if configuration.routes[.speaker] == nil {
@@ -770,6 +776,21 @@ final class ConfigurationReader {
         if let depth = number(table, "depth_db", -60...0) { configuration.ducking.depthDecibels = Float(depth) }
         if let attack = milliseconds(table, "attack_ms", 0...5000) { configuration.ducking.attack = attack }
         if let release = milliseconds(table, "release_ms", 0...10000) { configuration.ducking.release = release }
+    }
+
+    private func readHearing() {
+        guard let table = section("hearing") else { return }
+        checkKeys(table, known: Self.sections["hearing"]!)
+        var hearing = configuration.hearing
+        if let limit = number(table, "start_limit_dba", 60...100) { hearing.startLimit = limit }
+        if let limit = number(table, "momentary_limit_dba", 80...120) { hearing.momentaryLimit = limit }
+        if let seconds = integer(table, "momentary_seconds", 1...60) { hearing.momentarySeconds = seconds }
+        if let ceiling = number(table, "ceiling_dba", 40...120) { hearing.ceiling = ceiling }
+        if let assumed = number(table, "assumed_full_scale_dba", 60...140) { hearing.assumedFullScale = assumed }
+        if let ceiling = hearing.ceiling, ceiling < hearing.startLimit {
+            hearing.startLimit = ceiling
+        }
+        configuration.hearing = hearing
     }
 
     private func readRamps() {

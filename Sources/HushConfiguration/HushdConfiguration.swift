@@ -35,6 +35,8 @@ public struct HushdConfiguration: Sendable, Equatable {
     public var ducking = Ducking()
     /// `[ramps]`: silence switch and volume change ramps.
     public var ramps = Ramps()
+    /// `[hearing]`: hearing safety's limits on private routes (policy R27, R28, R29).
+    public var hearing = Hearing()
     /// `[buses.effect|music|ringer]`: what a session on each bus is when its client does not say.
     public var buses: [Bus: BusSettings] = BusSettings.defaults
     /// `[outputs.NAME]`: lines hushd drives (an alert LED).
@@ -141,11 +143,31 @@ public struct HushdConfiguration: Sendable, Equatable {
         public var format: SampleFormat?
         /// `switches`: set, in order, when the route is selected.
         public var switches: [MixerSwitch]
+        /// `private`: its sound goes straight into a person's ears (headphones, a handset); nil: the default,
+        /// true for the route named headphones (policy R27–R29).
+        public var isPrivate: Bool?
+        /// `full_scale_dba`: what a full-scale 1 kHz sine is at the listener, in dB(A), as measured for the board
+        /// (at the ear for a private route, at 1 m for a speaker); nil: not calibrated.
+        public var fullScaleDecibelsA: Double?
         public init(pcm: String, format: SampleFormat? = nil, switches: [MixerSwitch] = []) {
             self.pcm = pcm
             self.format = format
             self.switches = switches
         }
+    }
+
+    /// `[hearing]`: hearing safety (policy R27, R28, R29). Levels in dB(A) at the listener.
+    public struct Hearing: Sendable, Equatable {
+        /// `start_limit_dba` (85): a private route starts at no more than this.
+        public var startLimit = 85.0
+        /// `momentary_limit_dba` (100) and `momentary_seconds` (5): over the limit for longer warns and lowers.
+        public var momentaryLimit = 100.0
+        public var momentarySeconds = 5
+        /// `ceiling_dba`: nothing exceeds it on a calibrated route (a toy); nil for none.
+        public var ceiling: Double?
+        /// `assumed_full_scale_dba` (110): a private route without `full_scale_dba` is taken to be this loud.
+        public var assumedFullScale = 110.0
+        public init() {}
     }
 
     /// One entry of a route's `switches`: an ALSA mixer control set to a value when the route is selected.
@@ -479,7 +501,7 @@ public struct HushdConfiguration: Sendable, Equatable {
 // MARK: - What the rest of hushd takes
 
 extension HushdConfiguration {
-    /// The policy's tunables, from `[routes]`, `[volume]`, `[buttons]`, `[ducking]` and `[ramps]`.
+    /// The policy's tunables, from `[routes]`, `[volume]`, `[buttons]`, `[ducking]`, `[ramps]` and `[hearing]`.
     public var policy: PolicyConfiguration {
         var policy = PolicyConfiguration()
         policy.routes = routeOrder
@@ -495,6 +517,13 @@ extension HushdConfiguration {
         policy.duckRelease = ducking.release
         policy.silenceRamp = ramps.silence
         policy.volumeRamp = ramps.volume
+        policy.hearing.privateRoutes = Set(routes.filter { $0.value.isPrivate ?? ($0.key == .headphones) }.keys)
+        policy.hearing.fullScale = routes.compactMapValues(\.fullScaleDecibelsA)
+        policy.hearing.assumedFullScale = hearing.assumedFullScale
+        policy.hearing.startLimit = hearing.startLimit
+        policy.hearing.momentaryLimit = hearing.momentaryLimit
+        policy.hearing.momentarySeconds = hearing.momentarySeconds
+        policy.hearing.ceiling = hearing.ceiling
         return policy
     }
 

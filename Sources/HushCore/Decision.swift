@@ -17,6 +17,8 @@ public enum ClientEvent: Hashable, Sendable, CustomStringConvertible {
     case buttonsControl(VolumeKind)
     /// A media key the client should act on itself (next, previous), addressed to the session's client (R11).
     case remoteCommand(SessionID, MediaKey)
+    /// The listener on a private route was exposed to too much sound, and the volume comes down (policy R29).
+    case hearingWarning(HearingWarning)
 
     /// The session this event is addressed to, or nil for a broadcast to every subscriber.
     public var session: SessionID? {
@@ -38,6 +40,7 @@ public enum ClientEvent: Hashable, Sendable, CustomStringConvertible {
         case .secondaryAudioShouldBeSilenced(let hint): "secondary audio should be silenced: \(hint ? "yes" : "no")"
         case .buttonsControl(let kind): "volume buttons control the \(kind) volume"
         case .remoteCommand(let id, let key): "remote command \(key) for \(id)"
+        case .hearingWarning(let warning): "hearing warning: \(warning)"
         }
     }
 }
@@ -170,4 +173,42 @@ public struct Ruling<Value: Hashable & Sendable>: Hashable, Sendable, CustomStri
 
     /// "[R19 stream-state] held — session 3 is interrupted (R6): hushd holds the stream, position kept"
     public var description: String { "[\(rule)] \(value) — \(reason)" }
+}
+
+/// Why the volume on a private route comes down (policy R29), for the person: a light, a sound, the console, the
+/// socket.
+public struct HearingWarning: Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Hashable, Sendable, CaseIterable {
+        /// The momentary level stayed over the limit for several seconds.
+        case loud
+        /// The week's dose passed another 100 %.
+        case dose
+    }
+
+    public var kind: Kind
+    public var route: Route
+    /// The momentary level at the listener, in dB(A), the second the warning came.
+    public var decibelsA: Double
+    /// The week's dose then, in percent.
+    public var dosePercent: Int
+    /// At the enforced dose (500 %) the reduction is not optional: the volume stays down.
+    public var enforced: Bool
+
+    public init(kind: Kind, route: Route, decibelsA: Double, dosePercent: Int, enforced: Bool) {
+        self.kind = kind
+        self.route = route
+        self.decibelsA = decibelsA
+        self.dosePercent = dosePercent
+        self.enforced = enforced
+    }
+
+    public var description: String {
+        let level = DecimalText.fixed(decibelsA, places: 0)
+        switch kind {
+        case .loud: return "\(level) dB(A) on \(route) for several seconds; the week's dose \(dosePercent) %"
+        case .dose:
+            return "the week's sound dose on \(route) is \(dosePercent) % (\(level) dB(A) now)"
+                + (enforced ? "; the volume stays down" : "")
+        }
+    }
 }

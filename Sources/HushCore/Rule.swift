@@ -40,6 +40,9 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r24 = "R24"
     case r25 = "R25"
     case r26 = "R26"
+    case r27 = "R27"
+    case r28 = "R28"
+    case r29 = "R29"
 
     /// A short name for logs: "R1 silence-switch".
     public var title: String {
@@ -70,6 +73,9 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r24: "output-period"
         case .r25: "start-up-sound"
         case .r26: "session-level"
+        case .r27: "hearing-start-level"
+        case .r28: "hearing-ceiling"
+        case .r29: "hearing-exposure"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

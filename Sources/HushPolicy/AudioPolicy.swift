@@ -25,8 +25,10 @@ public struct AudioPolicy: Sendable {
     public private(set) var routeOverride: Route?
     public private(set) var route: Route = .speaker
     /// The remembered system volume of every configured route.
-    public private(set) var systemVolumes: [Route: VolumeStep] = [:]
-    public private(set) var ringerVolume: VolumeStep
+    public internal(set) var systemVolumes: [Route: VolumeStep] = [:]
+    public internal(set) var ringerVolume: VolumeStep
+    /// Where the hearing rules stand (R29).
+    var hearingState = HearingState()
     /// Active sessions, in activation order.
     public private(set) var sessions: [SessionRecord] = []
 
@@ -65,8 +67,16 @@ public struct AudioPolicy: Sendable {
     /// The volume button being held, if any (R3).
     public var heldButton: VolumeButton? { held?.button }
 
-    /// When the policy next needs `.timePassed` (a held button's repeat), or nil.
-    public var nextDeadline: Instant? { held?.nextRepeat }
+    /// When the policy next needs `.timePassed` (a held button's repeat, a hearing reduction's next step), or nil.
+    public var nextDeadline: Instant? {
+        switch (held?.nextRepeat, hearingState.reduction?.next) {
+        case (let a?, let b?): min(a, b)
+        case (let a, let b): a ?? b
+        }
+    }
+
+    /// The week's sound dose on private routes as last reported (R29; 1 = 100 %).
+    public var soundDose: Double { hearingState.dose }
 
     /// Whether the alert light should be lit (R16): a ringer-bus session is playing, not interrupted, and muted by
     /// the silence switch — a ring the person would otherwise hear.
@@ -88,6 +98,8 @@ public struct AudioPolicy: Sendable {
         started = true
         now = time
         var out: [Decision] = []
+        capStart(on: route, &out)
+        holdToCeiling(on: route, &out)
         let why =
             "start-up: system volume \(systemVolume) on \(route), ringer \(ringerVolume), "
             + "capped at \(configuration.startupMaximum)"
@@ -155,6 +167,7 @@ public struct AudioPolicy: Sendable {
         now = max(now, time)
         var out: [Decision] = []
         repeatHeldButton(&out)
+        continueReduction(&out)
         var trigger = Trigger.other
         switch event {
         case .input(.silenceSwitch(let position)):
@@ -202,6 +215,9 @@ public struct AudioPolicy: Sendable {
         case .setLevel(let id, let level):
             guard let index = index(of: id, &out) else { break }
             setLevel(at: index, level, &out)
+        case .exposure(let exposure):
+            self.exposure(exposure, &out)
+            continueReduction(&out)
         }
         reconcile(&out, trigger: trigger)
         return out
@@ -275,11 +291,26 @@ public struct AudioPolicy: Sendable {
 
     private mutating func setVolume(
         _ kind: VolumeKind,
-        _ step: VolumeStep,
+        _ wanted: VolumeStep,
         rule: Rule,
         reason: String,
         _ out: inout [Decision]
     ) {
+        var step = wanted
+        let current = kind == .system ? systemVolume : ringerVolume
+        if let limit = volumeLimit(on: route, kind: kind), step > limit.step {
+            // Never above the limit; never a sudden drop either (a reduction under way brings it down).
+            step = max(limit.step, min(step, current))
+            out.append(
+                Decision(
+                    .note("the \(kind) volume on \(route) goes no higher than \(max(limit.step, current))"),
+                    rule: limit.rule,
+                    reason: limit.why
+                )
+            )
+        }
+        // The person's own choice ends a reduction (R29): after a warning they may turn it up again.
+        if kind == .system && rule != .r29 { hearingState.reduction = nil }
         switch kind {
         case .system:
             guard systemVolumes[route] != step else { return }
@@ -305,7 +336,7 @@ public struct AudioPolicy: Sendable {
     }
 
     /// Sends bus gains that differ from what the engine has (R2).
-    private mutating func emitBusGains(_ out: inout [Decision], rule: Rule, reason: String, ramp: Duration) {
+    mutating func emitBusGains(_ out: inout [Decision], rule: Rule, reason: String, ramp: Duration) {
         for bus in Bus.allCases {
             let step = bus.volumeKind == .ringer ? ringerVolume : systemVolume
             let gain = configuration.curve.gain(at: step)
@@ -448,6 +479,10 @@ public struct AudioPolicy: Sendable {
         }
         let previous = route
         route = target
+        hearingState.reduction = nil
+        hearingState.loudSeconds = 0
+        capStart(on: target, &out)
+        holdToCeiling(on: target, &out)
         emitBusGains(&out, rule: rule, reason: "\(why); system volume on \(target) is \(systemVolume)", ramp: .zero)
         out.append(Decision(.selectRoute(target), rule: rule, reason: why))
         out.append(

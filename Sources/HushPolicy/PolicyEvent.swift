@@ -28,6 +28,8 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
     case startupSound(SessionID)
     /// A session's own level, relative to its bus (R26).
     case setLevel(SessionID, SessionLevel)
+    /// What the listener on the route was exposed to over the last second (R29), once a second while it plays.
+    case exposure(Exposure)
 
     public var description: String {
         switch self {
@@ -44,6 +46,7 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
         case .timePassed: "time passed"
         case .startupSound(let id): "start-up sound in \(id)"
         case .setLevel(let id, let level): "set \(id) level \(level)"
+        case .exposure(let exposure): "exposure \(exposure)"
         }
     }
 }

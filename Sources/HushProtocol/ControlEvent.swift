@@ -23,6 +23,8 @@ public enum ControlEvent: Hashable, Sendable {
     case remoteCommand(SessionID, MediaKey)
     /// The session's sound came to its end.
     case sessionFinished(SessionID)
+    /// The listener on a private route heard too much; the volume comes down (policy R29).
+    case hearingWarning(HearingWarning)
     /// A policy decision, with the rule that made it and why.
     case decision(DecisionReport)
 
@@ -37,6 +39,7 @@ public enum ControlEvent: Hashable, Sendable {
         case .secondaryAudioShouldBeSilenced(let hint): self = .secondaryAudioHint(shouldBeSilenced: hint)
         case .buttonsControl(let kind): self = .buttonsControl(kind)
         case .remoteCommand(let id, let key): self = .remoteCommand(id, key)
+        case .hearingWarning(let warning): self = .hearingWarning(warning)
         }
     }
 
@@ -51,6 +54,7 @@ public enum ControlEvent: Hashable, Sendable {
         case .buttonsControl: .buttonsControl
         case .remoteCommand: .remoteCommand
         case .sessionFinished: .sessionFinished
+        case .hearingWarning: .hearingWarning
         case .decision: .decision
         }
     }
@@ -103,6 +107,7 @@ extension ControlEvent: Codable {
     private enum Key: String, CodingKey {
         case event, session, by, shouldResume, previous, route, reason, kind, step, position, shouldBeSilenced, key
         case rule, title, command, cause, time
+        case decibelsA, dosePercent, enforced
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -140,6 +145,12 @@ extension ControlEvent: Codable {
             try container.encode(key, forKey: .key)
         case .sessionFinished(let id):
             try container.encode(id.rawValue, forKey: .session)
+        case .hearingWarning(let warning):
+            try container.encode(warning.kind.rawValue, forKey: .kind)
+            try container.encode(warning.route.name, forKey: .route)
+            try container.encode((warning.decibelsA * 10).rounded() / 10, forKey: .decibelsA)
+            try container.encode(warning.dosePercent, forKey: .dosePercent)
+            try container.encode(warning.enforced, forKey: .enforced)
         case .decision(let report):
             try container.encode(report.rule, forKey: .rule)
             try container.encode(report.title, forKey: .title)
@@ -204,6 +215,24 @@ extension ControlEvent: Codable {
             self = .remoteCommand(try session(), try container.decode(MediaKey.self, forKey: .key))
         case .sessionFinished:
             self = .sessionFinished(try session())
+        case .hearingWarning:
+            let name = try container.decode(String.self, forKey: .kind)
+            guard let kind = HearingWarning.Kind(rawValue: name) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .kind,
+                    in: container,
+                    debugDescription: "a hearing warning's kind is loud or dose, not '\(name)'"
+                )
+            }
+            self = .hearingWarning(
+                HearingWarning(
+                    kind: kind,
+                    route: Route(try container.decode(String.self, forKey: .route)),
+                    decibelsA: try container.decode(Double.self, forKey: .decibelsA),
+                    dosePercent: try container.decode(Int.self, forKey: .dosePercent),
+                    enforced: try container.decode(Bool.self, forKey: .enforced)
+                )
+            )
         case .decision:
             self = .decision(
                 DecisionReport(

@@ -71,6 +71,7 @@ public enum ControlEventKind: String, Hashable, Sendable, CaseIterable, Codable,
     case buttonsControl = "buttons-control"
     case remoteCommand = "remote-command"
     case sessionFinished = "session-finished"
+    case hearingWarning = "hearing-warning"
     case decision
 
     public static func < (a: Self, b: Self) -> Bool {

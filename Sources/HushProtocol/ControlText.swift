@@ -179,6 +179,8 @@ public enum ControlText {
             "remote command: \(key) for session \(id.rawValue)"
         case .sessionFinished(let id):
             "session \(id.rawValue) finished"
+        case .hearingWarning(let warning):
+            "hearing: \(warning)"
         case .decision(let report):
             (report.time.map { "at \(DecimalText.fixed($0, places: 3)) s: " } ?? "")
                 + "[\(report.rule) \(report.title)] \(report.command) — " + report.reason

@@ -184,7 +184,9 @@ struct ConfigurationTests {
         #expect(builtIn.gpioInputs.isEmpty && builtIn.evdevInputs.isEmpty && builtIn.alsaControlInputs.isEmpty)
         #expect(builtIn.alsaControlsCard == nil)
         #expect(builtIn.console.device == nil)
-        #expect(builtIn.policy == PolicyConfiguration())
+        var expected = PolicyConfiguration()
+        expected.hearing.privateRoutes = [.headphones]  // uncalibrated: assumed at 110 dB(A) (R27)
+        #expect(builtIn.policy == expected)
     }
 
     @Test("the built-in socket and state file go where this user can write")

@@ -194,6 +194,11 @@ struct EveryKeyTests {
             plain("ducking", "release_ms", ["0", "10000"], ["10001"]),
             plain("ramps", "silence_ms", ["0", "20"], ["21"]),
             plain("ramps", "volume_ms", ["0", "1000"], ["1001"]),
+            plain("hearing", "start_limit_dba", ["60", "85", "100"], ["59", "101", "\"85\""]),
+            plain("hearing", "momentary_limit_dba", ["80", "100", "120"], ["79", "121"]),
+            plain("hearing", "momentary_seconds", ["1", "60"], ["0", "61", "2.5"]),
+            plain("hearing", "ceiling_dba", ["40", "80.5", "120"], ["39", "121"]),
+            plain("hearing", "assumed_full_scale_dba", ["60", "110", "140"], ["59", "141"]),
             plain("console", "device", ["\"\"", "\"/dev/ttyAMA0\""], ["\"ttyAMA0\""]),
             plain(
                 "console",
@@ -252,6 +257,8 @@ struct EveryKeyTests {
             plain("routes.speaker", "rate", ["48000"], ["44100"]),
             plain("routes.speaker", "channels", ["2"], ["1"]),
             plain("routes.speaker", "format", SampleFormatNames.all, ["\"S16\""]),
+            plain("routes.speaker", "private", flags.0, flags.1),
+            plain("routes.speaker", "full_scale_dba", ["40", "95.5", "140"], ["39", "141", "\"95\""]),
             plain(
                 "routes.speaker",
                 "switches",

@@ -1048,3 +1048,218 @@ struct R26SessionLevel {
         #expect(near(board.gain(1), -10))
     }
 }
+
+/// Hearing safety's boards: headphones whose full scale is 100 dB(A) at the ear (the start limit of 85 dB(A) is
+/// then step 10, -17.5 dB), a speaker left uncalibrated.
+private func hearingBoard(ceiling: Double? = nil, speaker: Double? = nil, headphones: Double? = 100) -> PolicyHarness {
+    var configuration = PolicyConfiguration()
+    configuration.hearing.privateRoutes = [.headphones]
+    configuration.hearing.fullScale[.headphones] = headphones
+    configuration.hearing.fullScale[.speaker] = speaker
+    configuration.hearing.ceiling = ceiling
+    return PolicyHarness(configuration: configuration)
+}
+
+private func hearingWarnings(_ decisions: [Decision]) -> [HearingWarning] {
+    decisions.compactMap { if case .notify(.hearingWarning(let warning)) = $0.command { warning } else { nil } }
+}
+
+@Suite("R27 hearing-start-level")
+struct R27HearingStartLevel {
+    @Test("plugged headphones start at no more than 85 dB(A): the remembered 12 becomes 10, said with R27")
+    func plugCaps() {
+        var board = hearingBoard()
+        board.send(.setRouteOverride(.headphones))
+        board.send(.setVolume(.system, VolumeStep(clamping: 12)))
+        board.send(.setRouteOverride(nil))
+        let plugged = board.input(.headphones(.plugged, source: .alsaControl))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 10))
+        #expect(plugged.contains { $0.rule == .r27 && $0.reason.contains("85 dB(A)") })
+        #expect(board.engine.busGains[.music] == VolumeCurve.default.gain(at: VolumeStep(clamping: 10)))
+        // The cap is in force before the route moves: the first sample on headphones is at the capped volume.
+        let capIndex = plugged.firstIndex { $0.rule == .r27 }
+        let routeIndex = plugged.firstIndex { if case .selectRoute = $0.command { true } else { false } }
+        #expect(capIndex! < routeIndex!)
+    }
+
+    @Test("uncalibrated headphones are assumed at 110 dB(A) full scale: they start at step 7, and it says so")
+    func assumed() {
+        var board = hearingBoard(headphones: nil)
+        let plugged = board.input(.headphones(.plugged, source: .alsaControl))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 7))
+        #expect(plugged.contains { $0.rule == .r27 && $0.reason.contains("not calibrated") })
+    }
+
+    @Test("a volume already under the limit is kept; the speaker (public) is never capped")
+    func underAndPublic() {
+        var board = hearingBoard()
+        let plugged = board.input(.headphones(.plugged, source: .alsaControl))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 8) && !plugged.contains { $0.rule == .r27 })
+        board.input(.headphones(.unplugged, source: .alsaControl))
+        board.send(.setVolume(.system, VolumeStep(clamping: 16)))
+        #expect(board.policy.systemVolume == .maximum, "the speaker goes to 16")
+    }
+
+    @Test("a board that powers up on picked headphones starts capped")
+    func startUp() {
+        var configuration = PolicyConfiguration()
+        configuration.hearing.privateRoutes = [.headphones]
+        configuration.hearing.fullScale[.headphones] = 100
+        let persisted = PersistedVolumes(
+            system: [.headphones: VolumeStep(clamping: 12)],
+            ringer: VolumeStep(clamping: 10),
+            routeOverride: .headphones
+        )
+        let board = PolicyHarness(configuration: configuration, persisted: persisted)
+        #expect(board.policy.route == .headphones && board.policy.systemVolume == VolumeStep(clamping: 10))
+        #expect(board.last.contains { $0.rule == .r27 })
+    }
+}
+
+@Suite("R28 hearing-ceiling")
+struct R28HearingCeiling {
+    @Test("a toy's ceiling of 80 dB(A): headphones never above step 9, whatever is pressed; the ringer too")
+    func ceiling() {
+        var board = hearingBoard(ceiling: 80)
+        board.input(.headphones(.plugged, source: .alsaControl))
+        var pressed: [Decision] = []
+        for _ in 0..<10 {
+            pressed += board.input(.volumeButton(.up, .press))
+            board.input(.volumeButton(.up, .release))
+        }
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 9))
+        #expect(pressed.contains { $0.rule == .r28 && $0.reason.contains("80 dB(A)") })
+        let set = board.send(.setVolume(.system, .maximum))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 9) && set.contains { $0.rule == .r28 })
+        #expect(board.policy.ringerVolume <= VolumeStep(clamping: 9), "the ringer rings into the ears too")
+        let reference = board.policy.referenceLevel(at: board.policy.systemVolume, on: .headphones) ?? 999
+        #expect(reference <= 80)
+    }
+
+    @Test("a calibrated speaker is held to the ceiling too; an uncalibrated one has nothing to hold to")
+    func speaker() {
+        var calibrated = hearingBoard(ceiling: 80, speaker: 95)
+        calibrated.send(.setVolume(.system, .maximum))
+        #expect(calibrated.policy.systemVolume == VolumeStep(clamping: 10))
+        var uncalibrated = hearingBoard(ceiling: 80)
+        uncalibrated.send(.setVolume(.system, .maximum))
+        #expect(uncalibrated.policy.systemVolume == .maximum)
+    }
+}
+
+@Suite("R29 hearing-exposure")
+struct R29HearingExposure {
+    /// Headphones plugged and turned up to 16 by the person: 100 dB(A) full scale, so music near full scale is loud.
+    static func loudHeadphones() -> PolicyHarness {
+        var board = hearingBoard()
+        board.input(.headphones(.plugged, source: .alsaControl))
+        board.send(.setVolume(.system, .maximum))
+        return board
+    }
+
+    /// The bus gain ramps R29 sent for the music bus: (from dB, to dB, seconds).
+    static func ramps(_ decisions: [Decision], from start: Float) -> [(Float, Float, Double)] {
+        var level = start
+        return decisions.compactMap { decision in
+            guard decision.rule == .r29, case .setBusGain(.music, let gain, let ramp) = decision.command else {
+                return nil
+            }
+            defer { level = gain.decibels }
+            return (level, gain.decibels, Double(ramp.milliseconds) / 1000)
+        }
+    }
+
+    @Test("over 100 dB(A) for more than 5 s: a warning within a second, then down at no more than 1 dB/s to 85")
+    func loud() {
+        var board = Self.loudHeadphones()
+        var decisions: [Decision] = []
+        for second in 1...6 {
+            let got = board.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+            if second < 6 { #expect(hearingWarnings(got).isEmpty, "second \(second)") }
+            decisions += got
+        }
+        let warning = hearingWarnings(decisions).first
+        #expect(warning?.kind == .loud && warning?.enforced == false && warning?.dosePercent == 20)
+        #expect(decisions.contains { $0.rule == .r29 && $0.reason.contains("may turn it up again") })
+        // The reduction began in the same second: 16 -> 15 already.
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 15))
+        for _ in 0..<40 { decisions += board.wait(.seconds(1)) }
+        // 16 dB over the start limit: down to step 10 (-17.5 dB), the first step whose level is 85 dB(A) or less.
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 10))
+        let ramps = Self.ramps(decisions, from: 0)
+        #expect(ramps.count == 6)
+        for (from, to, seconds) in ramps {
+            // The engine ramps amplitude in a straight line: the level falls fastest at the end, 20/ln10 × (1-r)/r.
+            let ratio = Double(Gain(decibels: to).linear / Gain(decibels: from).linear)
+            let fastest = 8.6859 * (1 - ratio) / ratio / seconds
+            #expect(fastest <= 1.0001, "\(from) -> \(to) dB over \(seconds) s: at most \(fastest) dB/s")
+        }
+        #expect(
+            decisions.contains {
+                $0.command == .notify(.volumeChanged(.system, VolumeStep(clamping: 10), route: .headphones))
+            }
+        )
+    }
+
+    @Test("after the warning the person may turn it up again; it warns again only after 10 minutes under the limit")
+    func personOverrides() {
+        var board = Self.loudHeadphones()
+        for _ in 1...6 {
+            board.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+        }
+        board.send(.setVolume(.system, .maximum))
+        #expect(board.policy.systemVolume == .maximum, "allowed: the reduction ends")
+        var again: [Decision] = []
+        for _ in 1...20 {
+            again += board.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+        }
+        #expect(hearingWarnings(again).isEmpty && board.policy.systemVolume == .maximum)
+        for _ in 1...601 {
+            board.send(.exposure(Exposure(route: .headphones, decibelsA: 80, dose: 0.2)), after: .seconds(1))
+        }
+        for _ in 1...6 {
+            again += board.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+        }
+        #expect(hearingWarnings(again).count == 1, "a new listening: warned again")
+    }
+
+    @Test("the dose warns at each 100 %; at 500 % the volume comes down and stays at the start limit's step")
+    func dose() {
+        var board = Self.loudHeadphones()
+        var warnings: [HearingWarning] = []
+        for dose in [0.5, 0.99, 1.0, 1.5, 2.01, 2.5] {
+            warnings += hearingWarnings(
+                board.send(.exposure(Exposure(route: .headphones, decibelsA: 90, dose: dose)), after: .seconds(1))
+            )
+            board.send(.setVolume(.system, .maximum))  // the person turns it up again each time
+        }
+        #expect(warnings.map(\.dosePercent) == [100, 201], "\(warnings)")
+        #expect(warnings.allSatisfy { $0.kind == .dose && !$0.enforced })
+        let enforced = hearingWarnings(
+            board.send(.exposure(Exposure(route: .headphones, decibelsA: 90, dose: 5.0)), after: .seconds(1))
+        )
+        #expect(enforced.first?.enforced == true)
+        for _ in 0..<60 { board.wait(.seconds(1)) }
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 10))
+        let refused = board.send(.setVolume(.system, .maximum))
+        #expect(board.policy.systemVolume == VolumeStep(clamping: 10), "not optional at 500 %")
+        #expect(refused.contains { $0.rule == .r29 && $0.reason.contains("500 %") })
+    }
+
+    @Test("the speaker (public) and another route's report are not judged")
+    func notJudged() {
+        var board = hearingBoard()
+        board.send(.setVolume(.system, .maximum))
+        var decisions: [Decision] = []
+        for _ in 1...10 {
+            decisions += board.send(.exposure(Exposure(route: .speaker, decibelsA: 110, dose: 3)), after: .seconds(1))
+        }
+        for _ in 1...10 {
+            decisions += board.send(
+                .exposure(Exposure(route: .headphones, decibelsA: 110, dose: 3)),
+                after: .seconds(1)
+            )
+        }
+        #expect(hearingWarnings(decisions).isEmpty && board.policy.systemVolume == .maximum)
+    }
+}

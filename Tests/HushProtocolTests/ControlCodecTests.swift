@@ -455,7 +455,7 @@ struct ControlCodecTests {
             field: "events",
             message: "field 'events': \"route-change\" is not an event; expected some of interruption-began, "
                 + "interruption-ended, route-changed, volume-changed, silence-changed, secondary-audio-hint, "
-                + "buttons-control, remote-command, session-finished, decision (did you mean \"route-changed\"?)"
+                + "buttons-control, remote-command, session-finished, hearing-warning, decision (did you mean \"route-changed\"?)"
         ),
         Refusal(
             line: #"{"command":"subscribe","events":[1]}"#,
@@ -804,6 +804,10 @@ struct ControlCodecTests {
         .buttonsControl(.ringer),
         .remoteCommand(SessionID(3), .next),
         .sessionFinished(SessionID(3)),
+        .hearingWarning(
+            HearingWarning(kind: .loud, route: .headphones, decibelsA: 101.2, dosePercent: 20, enforced: false)
+        ),
+        .hearingWarning(HearingWarning(kind: .dose, route: "handset", decibelsA: 88, dosePercent: 500, enforced: true)),
         .decision(
             DecisionReport(
                 Decision(.pause(SessionID(3)), rule: .r5, reason: "headphones unplugged: playback pauses"),
@@ -828,6 +832,14 @@ struct ControlCodecTests {
         #expect(throws: (any Error).self) {
             try codec.decodeMessage(Array(#"{"event":"interruption-began","reason":"lunch","session":3}"#.utf8))
         }
+        #expect(throws: (any Error).self) {
+            try codec.decodeMessage(
+                Array(
+                    #"{"decibelsA":90,"dosePercent":1,"enforced":false,"event":"hearing-warning","kind":"nice","route":"x"}"#
+                        .utf8
+                )
+            )
+        }
     }
 
     @Test("events on the wire look as documented")
@@ -844,6 +856,10 @@ struct ControlCodecTests {
             #"{"event":"buttons-control","kind":"ringer"}"#,
             #"{"event":"remote-command","key":"next","session":3}"#,
             #"{"event":"session-finished","session":3}"#,
+            #"{"decibelsA":101.2,"dosePercent":20,"enforced":false,"event":"hearing-warning","kind":"loud","#
+                + #""route":"headphones"}"#,
+            #"{"decibelsA":88,"dosePercent":500,"enforced":true,"event":"hearing-warning","kind":"dose","#
+                + #""route":"handset"}"#,
             #"{"cause":"headphones unplugged (reported by gpio)","command":"pause session 3","event":"decision","#
                 + #""reason":"headphones unplugged: playback pauses","rule":"R5","time":12.346,"#
                 + #""title":"headphones-unplugged"}"#,
@@ -869,6 +885,14 @@ struct ControlCodecTests {
             (.secondaryAudioShouldBeSilenced(false), .secondaryAudioHint(shouldBeSilenced: false)),
             (.buttonsControl(.system), .buttonsControl(.system)),
             (.remoteCommand(SessionID(1), .previous), .remoteCommand(SessionID(1), .previous)),
+            (
+                .hearingWarning(
+                    HearingWarning(kind: .dose, route: .headphones, decibelsA: 90, dosePercent: 100, enforced: false)
+                ),
+                .hearingWarning(
+                    HearingWarning(kind: .dose, route: .headphones, decibelsA: 90, dosePercent: 100, enforced: false)
+                )
+            ),
         ]
         for (client, control) in pairs { #expect(ControlEvent(client) == control) }
         #expect(ControlEvent(.remoteCommand(SessionID(4), .next)).session == SessionID(4))

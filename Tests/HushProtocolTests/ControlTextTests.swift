@@ -379,6 +379,8 @@ struct ControlTextTests {
             "volume buttons control: the ringer volume",
             "remote command: next for session 3",
             "session 3 finished",
+            "hearing: 101 dB(A) on headphones for several seconds; the week's dose 20 %",
+            "hearing: the week's sound dose on handset is 500 % (88 dB(A) now); the volume stays down",
             "at 12.346 s: [R5 headphones-unplugged] pause session 3 — headphones unplugged: playback pauses "
                 + "(after: headphones unplugged (reported by gpio))",
         ]
@@ -510,7 +512,7 @@ struct ShellSyntaxTests {
             ("volume 17", "'17' is not a volume; give a step 0 to 16, +N, -N, up or down"),
             (
                 "subscribe weather",
-                "'weather' is not an event kind; kinds: interruption-began, interruption-ended, route-changed, volume-changed, silence-changed, secondary-audio-hint, buttons-control, remote-command, session-finished, decision"
+                "'weather' is not an event kind; kinds: interruption-began, interruption-ended, route-changed, volume-changed, silence-changed, secondary-audio-hint, buttons-control, remote-command, session-finished, hearing-warning, decision"
             ),
             ("status now", "status takes no arguments"), ("wait soon", "wait MS: a number of milliseconds"),
             ("dance", "unknown command 'dance'; type help for the commands"),
