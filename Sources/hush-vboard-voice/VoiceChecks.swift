@@ -484,6 +484,11 @@ func voiceConfiguration(microphone pcm: String, clock: String? = nil) -> String 
     pcm = "\(pcm)"
     \(clock.map { "clock = \"\($0)\"" } ?? "")
 
+    # Both routes at 0 dB, the headphones included, whenever the call moves to them (policy R27 would start them
+    # at no more than 85 dB(A): step 12 on the virtual profile's calibration).
+    [hearing]
+    start_limit_dba = 100
+
     """
 }
 
