@@ -142,7 +142,7 @@ let package = Package(
         .target(
             name: "HushOutput",
             dependencies: [
-                "HushCore", "HushPolicy", "HushALSA", "HushAudioFile", "HushMixer", "HushSystem",
+                "HushCore", "HushPolicy", "HushALSA", "HushAudioFile", "HushMixer", "HushSystem", "HushHearing",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -167,7 +167,7 @@ let package = Package(
             dependencies: [
                 "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushAudioFile", "HushMixer",
                 "HushProtocol", "HushSystem", "HushConfiguration", "HushConsole", "HushOutput", "HushControlServer",
-                "HushStreams", "HushVoice", "CHushWire",
+                "HushStreams", "HushVoice", "CHushWire", "HushHearing",
                 "HushRender", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]

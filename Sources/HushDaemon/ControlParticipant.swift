@@ -449,6 +449,18 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                     underflows: path.underflows.load(ordering: .relaxed),
                     unavailable: path.failureDescription
                 )
+            },
+            hearing: daemon.hearing.map { hearing in
+                let configuration = policy.configuration.hearing
+                let hour = Int64(time(nil) / 3600)
+                return ControlStatus.Hearing(
+                    privateRoutes: configuration.privateRoutes.map(\.name).sorted(),
+                    measuring: hearing.tap.isActive,
+                    decibelsA: hearing.latest?.decibelsA,
+                    route: hearing.latest?.route.name,
+                    dosePercent: hearing.dose.fraction(at: hour) * 100,
+                    calibrated: configuration.fullScale[policy.route] != nil
+                )
             }
         )
     }

@@ -76,6 +76,12 @@ package final class Daemon {
     package private(set) var captureRouter: CaptureRouter
     /// The microphone, when `[capture] pcm` is set and opened.
     package private(set) var microphone: CaptureFeeder?
+    /// Hearing safety's ear on the mix (R29), when the board has a private route.
+    package private(set) var hearingTap: HearingTap?
+    /// The capture router's hook and the hearing tap's, as one for the audio thread (kept alive here).
+    private var hooks: PeriodHookPair?
+    /// Hearing safety's participant in the loop (R29), for status.
+    var hearing: HearingParticipant?
     /// The open streams as R24 weighs them (set by the control socket's participant, which holds the streams).
     package var streamPeriodNeeds: () -> [OutputPeriod.Stream] = { [] }
     /// R24's ruling in force, nil until the first.
@@ -160,7 +166,13 @@ package final class Daemon {
     /// (the fallback file, the audio thread) stop hushd with a message naming what failed.
     package func start() throws(HardwareError) {
         openMicrophone()
-        try router.start(route: audio.policy.route, engine: audio.engine, periodHook: captureRouter.hook)
+        var hook = captureRouter.hook
+        if let tap = openHearingTap() {
+            let pair = PeriodHookPair(captureRouter.hook, tap.hook)
+            hooks = pair
+            hook = pair.hook
+        }
+        try router.start(route: audio.policy.route, engine: audio.engine, periodHook: hook)
         audio.start(at: policyTime())
         for source in inputs {
             do {
@@ -170,6 +182,29 @@ package final class Daemon {
             } catch {
                 report(source, error)
             }
+        }
+    }
+
+    /// The hearing tap and its thread, idle until a private route plays (R29); nil when the board has no private
+    /// route, or (said why) when the thread cannot start: R27 and R28 hold without it.
+    private func openHearingTap() -> HearingTap? {
+        guard !setup.policy.hearing.privateRoutes.isEmpty else { return nil }
+        let format = audio.engine.format
+        do {
+            let tap = try HearingTap(
+                sampleRate: format.sampleRate,
+                channels: format.channels,
+                mix: audio.engine.lastMix
+            )
+            try tap.start()
+            hearingTap = tap
+            return tap
+        } catch {
+            let text =
+                "hearing safety: \(error.description); exposure on private routes is not measured (R29), the start "
+                + "level and the ceiling still hold (R27, R28)"
+            logger.error("\(text)")
+            return nil
         }
     }
 
@@ -383,6 +418,7 @@ package final class Daemon {
 
     /// Stops the audio thread and closes the device.
     package func shutDown() {
+        hearingTap?.stop()
         captureRouter.voicePath?.stop()
         router.stop()
         microphone?.stop()
@@ -500,6 +536,10 @@ package final class Daemon {
                     : "microphone privacy switch off: each recorder hears the microphone again once it is started "
                         + "again [R21] (after: \(cause))"
                 logger.notice("\(text)")
+            }
+            if case .notify(.hearingWarning(let warning)) = decision.command {
+                // A person at the console (and journalctl -p warning) should see this one.
+                logger.warning("hearing: \(warning) [\(decision.rule.rawValue)]")
             }
             logger.info("[\(decision.rule.rawValue)] \(decision.command) — \(decision.reason) (after: \(cause))")
             if case .selectRoute(let route) = decision.command { router.switchOutput(to: route) }

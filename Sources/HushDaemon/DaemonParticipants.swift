@@ -1,6 +1,9 @@
 import HushALSA
 import HushConfiguration
 import HushCore
+import HushHearing
+import HushOutput
+import HushPolicy
 import HushSystem
 import Logging
 
@@ -278,6 +281,64 @@ final class IndicatorLight {
         } catch {
             if !failing { logger.error("\(what): \(error.description)") }
             failing = true
+        }
+    }
+}
+
+/// Hearing safety in hushd's loop (policy R29): the tap measures while the route in use is private; once a second
+/// each measured second becomes dB(A) at the ear by the route's calibration (or the assumption), the week's dose
+/// grows, and the policy hears of it (`.exposure`), which may warn and lower the volume.
+final class HearingParticipant: LoopParticipant {
+    let tap: HearingTap
+    unowned let daemon: Daemon
+    /// The week's dose (1 = 100 %), per wall-clock hour. Kept in memory: the state file does not hold it yet.
+    private(set) var dose = SoundDose()
+    /// The latest second measured: the route and its level at the listener.
+    private(set) var latest: (route: Route, decibelsA: Double)?
+    private var next: Instant?
+
+    init(tap: HearingTap, daemon: Daemon) {
+        self.tap = tap
+        self.daemon = daemon
+        daemon.decisionSinks.append { [unowned self] _ in follow() }
+        follow()
+    }
+
+    /// Measures while a private route is in use (and, from the next decision on, again after the output slept).
+    private func follow() {
+        let policy = daemon.audio.policy
+        let wanted = policy.configuration.hearing.privateRoutes.contains(policy.route)
+        tap.setActive(wanted)
+        if wanted, next == nil { next = daemon.clock.now() + .seconds(1) }
+        if !wanted { next = nil }
+    }
+
+    var pollRequests: [pollfd] { [] }
+    var nextDeadline: Instant? { next }
+
+    func service(_ ready: [pollfd], now: Instant) {
+        guard next.map({ $0 <= now }) ?? false else { return }
+        next = now + .seconds(1)
+        let levels = tap.takeLevels()
+        if levels.isEmpty && daemon.outputCounters.idle {
+            // Nothing plays and the audio thread sleeps: so do the tap and this. The next decision (a sound
+            // starting is one) wakes them again.
+            tap.setActive(false)
+            next = nil
+            return
+        }
+        let policy = daemon.audio.policy
+        let route = policy.route
+        guard let fullScale = policy.configuration.hearing.fullScale(on: route) else { return }
+        let hour = Int64(time(nil) / 3600)
+        for level in levels {
+            let decibelsA = fullScale + level
+            dose.add(decibelsA: decibelsA, seconds: 1, hour: hour)
+            latest = (route, decibelsA)
+            daemon.handle(
+                .exposure(Exposure(route: route, decibelsA: decibelsA, dose: dose.fraction(at: hour))),
+                cause: "hearing: \(Int(decibelsA.rounded())) dB(A) at the ear on \(route) over the last second"
+            )
         }
     }
 }

@@ -76,6 +76,11 @@ final class DaemonRunner {
             return 1
         }
         teardown.add { daemon.shutDown() }
+        if let tap = daemon.hearingTap {
+            let hearing = HearingParticipant(tap: tap, daemon: daemon)
+            daemon.participants.append(hearing)
+            daemon.hearing = hearing
+        }
         if let store {
             daemon.participants.append(StateParticipant(store: store, daemon: daemon))
             teardown.add { store.flushNow() }

@@ -119,3 +119,34 @@ public struct PeriodHook: BitwiseCopyable, @unchecked Sendable {
         self.wantsPeriods = wantsPeriods
     }
 }
+
+/// Two hooks the audio thread calls one after the other as one ``PeriodHook`` (the capture router's and hearing
+/// safety's tap): made once on the control side and kept alive by its owner as long as the audio thread runs.
+public final class PeriodHookPair: @unchecked Sendable {
+    public let first: PeriodHook
+    public let second: PeriodHook
+
+    public init(_ first: PeriodHook, _ second: PeriodHook) {
+        self.first = first
+        self.second = second
+    }
+
+    /// Calls `first`, then `second`; wants periods when either does.
+    public var hook: PeriodHook {
+        PeriodHook(
+            context: Unmanaged.passUnretained(self).toOpaque(),
+            call: { context, frames in
+                Unmanaged<PeriodHookPair>.fromOpaque(context)._withUnsafeGuaranteedRef { pair in
+                    pair.first.call(pair.first.context, frames)
+                    pair.second.call(pair.second.context, frames)
+                }
+            },
+            wantsPeriods: { context in
+                Unmanaged<PeriodHookPair>.fromOpaque(context)._withUnsafeGuaranteedRef { pair in
+                    (pair.first.wantsPeriods.map { $0(pair.first.context) } ?? false)
+                        || (pair.second.wantsPeriods.map { $0(pair.second.context) } ?? false)
+                }
+            }
+        )
+    }
+}

@@ -35,6 +35,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
     /// The voice path of `voiceChat` (R22); absent when hushd has none (no microphone, or a mixer rate
     /// webrtc-audio-processing does not take).
     public var voice: Voice?
+    /// Hearing safety (R27–R29); absent when the board has no private route.
+    public var hearing: Hearing?
 
     public init(
         version: String,
@@ -56,7 +58,8 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         streams: [Stream] = [],
         microphone: [StreamID] = [],
         capture: Capture? = nil,
-        voice: Voice? = nil
+        voice: Voice? = nil,
+        hearing: Hearing? = nil
     ) {
         self.version = version
         self.uptimeSeconds = (uptimeSeconds * 1000).rounded() / 1000
@@ -78,6 +81,38 @@ public struct ControlStatus: Codable, Hashable, Sendable {
         self.microphone = microphone.map(\.rawValue)
         self.capture = capture
         self.voice = voice
+        self.hearing = hearing
+    }
+
+    /// Hearing safety on the board's private routes (policy R27–R29).
+    public struct Hearing: Codable, Hashable, Sendable {
+        /// The private routes.
+        public var privateRoutes: [String]
+        /// Whether hushd measures now (the route in use is private).
+        public var measuring: Bool
+        /// The latest second's level at the listener, dB(A), and its route; absent before the first.
+        public var decibelsA: Double?
+        public var route: String?
+        /// The week's sound dose, percent (100 % is 80 dB(A) for 40 hours).
+        public var dosePercent: Double
+        /// Whether the route in use has a measured calibration (else the conservative assumption).
+        public var calibrated: Bool
+
+        public init(
+            privateRoutes: [String],
+            measuring: Bool,
+            decibelsA: Double? = nil,
+            route: String? = nil,
+            dosePercent: Double,
+            calibrated: Bool
+        ) {
+            self.privateRoutes = privateRoutes
+            self.measuring = measuring
+            self.decibelsA = decibelsA.map { ($0 * 10).rounded() / 10 }
+            self.route = route
+            self.dosePercent = (dosePercent * 10).rounded() / 10
+            self.calibrated = calibrated
+        }
     }
 
     /// Decibels to a tenth, nil for silence (JSON has no infinity).

@@ -104,6 +104,83 @@ func silent(_ levels: (min: Double, max: Double)?) -> Bool { (levels?.max ?? 0) 
 func db(_ levels: (min: Double, max: Double)?) -> String { levels.map(db) ?? "(too short to judge)" }
 
 let playbackChecks: [Check] = [
+    Check(name: "streams-gain-sets-a-stream-under-another-by-its-decibels-and-the-volume-moves-both") {
+        // R26: aplay with GAIN=-10 beside aplay with none, heard on the speaker: 10.00 dB under, and the system
+        // volume (8 -> 12, 13 dB on the default curve) moves both by the curve's step.
+        var applications: [Application?] = []
+        defer {
+            _ = try? hushdStatus.call(#""command":"volume","step":8"#)
+            endAll(applications)
+        }
+        let musicFile = try ToneFile.make(music, 60)
+        let effectFile = try ToneFile.make(effect, 10)  // 2 + 2 s of takes and their waits; the music file is shared
+        try judge("a stream's own level") {
+            endAll(applications)
+            _ = try hushdStatus.call(#""command":"volume","step":8"#)
+            let player = try aplay("hush:music", musicFile)
+            let clicks = try aplay("hush:CATEGORY=ambient,GAIN=-10", effectFile)
+            applications += [player, clicks]
+            _ = try waitForStreams([player, clicks], "running")
+            let gains = ((try hushdStatus.status())["sessions"] as? [[String: Any]] ?? []).map { $0["gain"] as? Double }
+            let before = try outputXruns()
+            let dry = (streamUnderruns(player), streamUnderruns(clicks))
+            let quiet = try listen(to: [speakerCapture], seconds: 2)
+            _ = try hushdStatus.call(#""command":"volume","step":12"#)
+            sleep(.milliseconds(200))
+            let loud = try listen(to: [speakerCapture], seconds: 2)
+            var judged = Judged(
+                disturbances: quiet.disturbances + loud.disturbances + (try xrunsSince(before))
+                    + streamUnderrunsSince(dry.0, player) + streamUnderrunsSince(dry.1, clicks)
+            )
+            // 50 ms windows where the music is at its own steady level: a window where the output ran dry (the
+            // emulated machine held hushd off) has a gap whose click spreads over every frequency, each
+            // differently, and the music shows it. A wrong level is wrong in every window, clean or not.
+            func clean(_ take: Take) -> [(music: Double, clicks: Double)] {
+                let samples = take.recordings[0].samples
+                let pairs = zip(
+                    windowLevels(Double(music), samples, rate: 48000, from: 0.1, to: 1.95),
+                    windowLevels(Double(effect), samples, rate: 48000, from: 0.1, to: 1.95)
+                ).map { (music: $0, clicks: $1) }
+                let steady = median(pairs.map(\.music))
+                return pairs.filter { abs($0.music - steady) <= 0.05 }
+            }
+            func median(_ values: [Double]) -> Double { values.isEmpty ? .nan : values.sorted()[values.count / 2] }
+            let (quietWindows, loudWindows) = (clean(quiet), clean(loud))
+            let under = (quietWindows + loudWindows).map { $0.music - $0.clicks }
+            let steps = (
+                median(loudWindows.map(\.music)) - median(quietWindows.map(\.music)),
+                median(loudWindows.map(\.clicks)) - median(quietWindows.map(\.clicks))
+            )
+            judged.report = [
+                "  GAIN=-10 beside no GAIN, in \(under.count) of 74 windows where the music was steady: "
+                    + "\(db((under.min() ?? 0, under.max() ?? 0))) dB under; volume 8 -> 12 moved the music "
+                    + "\(twoDecimals(steps.0)) dB and the clicks \(twoDecimals(steps.1)) dB (the curve's step: 13.00); "
+                    + "status: gains \(gains.map { $0.map(twoDecimals) ?? "0" })"
+            ]
+            judged.expect(gains.contains(-10), "status shows the session's gain -10: \(gains)")
+            judged.expect(
+                quietWindows.count >= 10 && loudWindows.count >= 10,
+                "too few windows with steady music to judge (\(quietWindows.count), \(loudWindows.count))",
+                stall: true
+            )
+            judged.expect(
+                at(expectedLevel(step: 8), (median(quietWindows.map(\.music)), median(quietWindows.map(\.music)))),
+                "the music at volume 8: \(twoDecimals(median(quietWindows.map(\.music)))) dBFS",
+                stall: true
+            )
+            judged.expect(
+                under.allSatisfy { abs($0 - 10) <= 0.05 },
+                "R26: GAIN=-10 is 10.00 +- 0.05 dB under: \(under.map(twoDecimals))",
+                stall: true
+            )
+            judged.expect(
+                abs(steps.0 - 13) <= 0.05 && abs(steps.1 - 13) <= 0.05,
+                "R2: the volume moves both by the curve's step (13 dB): \(twoDecimals(steps.0)), \(twoDecimals(steps.1))",
+                stall: true
+            )
+            return judged
+        }
+    },
     Check(name: "streams-silence-switch-mutes-ambient-streams-which-end-on-time") {
         let switchLine = try SimLine("silence-switch")
         let alertLight = try SimLine("led")
