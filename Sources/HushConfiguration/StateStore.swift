@@ -45,6 +45,12 @@ public final class StateStore {
 
     private let logger: Logger
     private var pending: PersistedVolumes?
+    /// The week's sound dose as the file keeps it (HushHearing's `SoundDose.encoded`; policy R29): read by
+    /// ``load()``, written with the volumes. Empty when there is none.
+    public private(set) var soundDose = ""
+    /// The volumes last loaded or saved: what a dose-only write writes beside the dose.
+    private var current: PersistedVolumes?
+    private var lastDoseWrite: Instant?
     private var lastWrite: Instant?
     private var retryAt: Instant?
     private var loggedFailures: Set<StateFileError.Kind> = []
@@ -91,9 +97,11 @@ public final class StateStore {
             case .unusable(let corruption):
                 throw corruption
             case .text(let text):
-                let volumes = try Self.decode(text, path: path, knownRoutes: knownRoutes)
-                logger.info("volumes restored from \(path): \(Self.summary(volumes))")
-                return volumes
+                let state = try Self.decodeState(text, path: path, knownRoutes: knownRoutes)
+                logger.info("volumes restored from \(path): \(Self.summary(state.volumes))")
+                soundDose = state.soundDose
+                current = state.volumes
+                return state.volumes
             }
         } catch {
             setAside(error)
@@ -140,10 +148,28 @@ public final class StateStore {
     /// ``nextDeadline``. A newer call replaces a wish not yet written.
     public func save(_ volumes: PersistedVolumes, now: Instant) {
         pending = volumes
+        current = volumes
         if let retryAt, now < retryAt { return }
         if let lastWrite, now - lastWrite < interval { return }
         write(now: now)
     }
+
+    /// Records the week's sound dose (R29) to be written beside `volumes`, at most once per `every` (a minute by
+    /// default: an SD card is not written every second while someone listens; a power cut loses at most that much of
+    /// the dose, and a clean stop none, ``flushNow()``).
+    public func saveSoundDose(_ text: String, volumes: PersistedVolumes, now: Instant, every: Duration = .seconds(60)) {
+        guard text != soundDose else { return }
+        soundDose = text
+        if let lastDoseWrite, now - lastDoseWrite < every, pending == nil {
+            doseWaiting = true
+            return
+        }
+        lastDoseWrite = now
+        save(current ?? volumes, now: now)
+    }
+
+    /// A dose newer than the file's waits for the next write (of the volumes, or of the dose after `every`).
+    private var doseWaiting = false
 
     /// When ``flush(now:)`` must be called for a pending write, or nil when nothing waits.
     public var nextDeadline: Instant? {
@@ -166,10 +192,13 @@ public final class StateStore {
         write(now: now)
     }
 
-    /// Writes the pending volumes now, whatever the rate limit: for shutdown.
+    /// Writes the pending volumes (and a dose that waits) now, whatever the rate limit: for shutdown.
     public func flushNow() {
-        guard let volumes = pending else { return }
-        if perform(volumes) { pending = nil }
+        guard let volumes = pending ?? (doseWaiting ? current : nil) else { return }
+        if perform(volumes) {
+            pending = nil
+            doseWaiting = false
+        }
     }
 
     private func write(now: Instant) {
@@ -186,7 +215,8 @@ public final class StateStore {
     /// One atomic write; false (logged once per kind of failure) when it failed.
     private func perform(_ volumes: PersistedVolumes) -> Bool {
         do {
-            try StateFileIO.writeAtomically(Self.encode(volumes), to: path)
+            try StateFileIO.writeAtomically(Self.encode(volumes, soundDose: soundDose), to: path)
+            doseWaiting = false
             if !loggedFailures.isEmpty {
                 logger.notice("state file \(path) written again")
                 loggedFailures = []
@@ -206,8 +236,8 @@ public final class StateStore {
 
     // MARK: Format
 
-    /// The file's text for `volumes`.
-    public static func encode(_ volumes: PersistedVolumes) -> String {
+    /// The file's text for `volumes` and the week's `soundDose` (R29; left out when empty).
+    public static func encode(_ volumes: PersistedVolumes, soundDose: String = "") -> String {
         var lines = [
             "# hush state: the volumes hushd restores when it starts (policy R12).",
             "# Written by hushd, atomically and at most once a second; edit it only while hushd is stopped.",
@@ -216,6 +246,10 @@ public final class StateStore {
         ]
         if let route = volumes.routeOverride {
             lines.append("route_override = \(ConfigurationNode.quoted(route.name))")
+        }
+        if !soundDose.isEmpty {
+            lines.append("# The week's sound dose on private routes (R29): hour since 1970 : dose, 1 = 100 %.")
+            lines.append("sound_dose = \(ConfigurationNode.quoted(soundDose))")
         }
         lines.append("")
         lines.append("[system]")
@@ -324,6 +358,16 @@ public final class StateStore {
         path: String,
         knownRoutes: Set<Route>? = nil
     ) throws(StateFileCorruption) -> PersistedVolumes {
+        try decodeState(text, path: path, knownRoutes: knownRoutes).volumes
+    }
+
+    /// The volumes and the week's sound dose (its text, checked as HushHearing's `SoundDose` reads it: "HOUR:DOSE"
+    /// pairs; empty when the file has none).
+    public static func decodeState(
+        _ text: String,
+        path: String,
+        knownRoutes: Set<Route>? = nil
+    ) throws(StateFileCorruption) -> (volumes: PersistedVolumes, soundDose: String) {
         func corrupt(_ problem: String, line: Int?) -> StateFileCorruption {
             StateFileCorruption(path: path, line: line, problem: problem)
         }
@@ -341,7 +385,7 @@ public final class StateStore {
                 line: schema.line
             )
         }
-        let allowed: Set<String> = ["schema", "ringer", "route_override", "system"]
+        let allowed: Set<String> = ["schema", "ringer", "route_override", "sound_dose", "system"]
         for entry in top where !allowed.contains(entry.key) || entry.key == "system" {
             let problem =
                 entry.key == "system"
@@ -391,7 +435,25 @@ public final class StateStore {
             let target = try route(entry.key, what: "[system] \(entry.key)", line: entry.line)
             system[target] = try step(entry, name: "[system] \(entry.key)")
         }
-        return PersistedVolumes(system: system, ringer: ringer, routeOverride: routeOverride)
+        var soundDose = ""
+        if let entry = byKey["sound_dose"] {
+            guard case .text(let dose) = entry.value, dose.split(separator: ",").allSatisfy(Self.isDosePair) else {
+                throw corrupt(
+                    "sound_dose = \(entry.value.written) is not the week's dose (\"HOUR:DOSE,…\": whole hours since "
+                        + "1970, doses of 0 or more)",
+                    line: entry.line
+                )
+            }
+            soundDose = dose
+        }
+        return (PersistedVolumes(system: system, ringer: ringer, routeOverride: routeOverride), soundDose)
+    }
+
+    /// "492107:0.0125": what HushHearing's SoundDose writes for an hour.
+    private static func isDosePair(_ pair: Substring) -> Bool {
+        let parts = pair.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, Int64(parts[0]) != nil, let dose = Double(parts[1]) else { return false }
+        return dose.isFinite && dose >= 0
     }
 
     /// "speaker 8, headphones 6; ringer 10; route override headphones" for logs.

@@ -291,15 +291,29 @@ final class IndicatorLight {
 final class HearingParticipant: LoopParticipant {
     let tap: HearingTap
     unowned let daemon: Daemon
-    /// The week's dose (1 = 100 %), per wall-clock hour. Kept in memory: the state file does not hold it yet.
+    /// Where the dose is kept between runs (with the volumes, at most once a minute; at a clean stop).
+    let store: StateStore?
+    /// The week's dose (1 = 100 %), per wall-clock hour.
     private(set) var dose = SoundDose()
     /// The latest second measured: the route and its level at the listener.
     private(set) var latest: (route: Route, decibelsA: Double)?
     private var next: Instant?
 
-    init(tap: HearingTap, daemon: Daemon) {
+    init(tap: HearingTap, daemon: Daemon, store: StateStore?) {
         self.tap = tap
         self.daemon = daemon
+        self.store = store
+        if let text = store?.soundDose, !text.isEmpty {
+            do {
+                dose = try SoundDose(encoded: text)
+                let percent = Int((dose.fraction(at: Int64(time(nil) / 3600)) * 100).rounded())
+                daemon.logger.info("hearing: the week's sound dose restored from \(store!.path): \(percent) %")
+            } catch {
+                daemon.logger.warning(
+                    "hearing: the sound dose in \(store!.path) is not readable (\(error)); it starts at 0"
+                )
+            }
+        }
         daemon.decisionSinks.append { [unowned self] _ in follow() }
         follow()
     }
@@ -339,6 +353,9 @@ final class HearingParticipant: LoopParticipant {
                 .exposure(Exposure(route: route, decibelsA: decibelsA, dose: dose.fraction(at: hour))),
                 cause: "hearing: \(Int(decibelsA.rounded())) dB(A) at the ear on \(route) over the last second"
             )
+        }
+        if !levels.isEmpty {
+            store?.saveSoundDose(dose.encoded, volumes: daemon.audio.policy.persistedVolumes, now: now)
         }
     }
 }

@@ -77,7 +77,7 @@ final class DaemonRunner {
         }
         teardown.add { daemon.shutDown() }
         if let tap = daemon.hearingTap {
-            let hearing = HearingParticipant(tap: tap, daemon: daemon)
+            let hearing = HearingParticipant(tap: tap, daemon: daemon, store: store)
             daemon.participants.append(hearing)
             daemon.hearing = hearing
         }

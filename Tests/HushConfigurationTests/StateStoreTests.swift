@@ -44,6 +44,40 @@ struct StateStoreTests {
         #expect(StateStore(path: path, logger: logger).load() == plain)
     }
 
+    @Test("the week's sound dose (R29): written with the volumes at most once a minute, at a clean stop, read back")
+    func soundDose() throws {
+        let directory = try ScratchDirectory(prefix: "hush-state")
+        let path = directory.path + "/state"
+        let (logger, _) = RecordingLogHandler.logger(label: "hush.state.test", level: .debug)
+        let store = StateStore(path: path, logger: logger)
+        func onDisk() -> String? {
+            (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+                try? StateStore.decodeState($0, path: path).soundDose
+            }
+        }
+        store.saveSoundDose("492107:0.01", volumes: Self.sample, now: .milliseconds(100000))
+        #expect(onDisk() == "492107:0.01", "the first is written at once")
+        store.saveSoundDose("492107:0.02", volumes: Self.sample, now: .milliseconds(101000))
+        store.saveSoundDose("492107:0.03", volumes: Self.sample, now: .milliseconds(159000))
+        #expect(onDisk() == "492107:0.01", "then at most once a minute")
+        store.saveSoundDose("492107:0.04", volumes: Self.sample, now: .milliseconds(160000))
+        #expect(onDisk() == "492107:0.04")
+        store.saveSoundDose("492107:0.05,492108:0.001", volumes: Self.sample, now: .milliseconds(170000))
+        store.flushNow()
+        #expect(onDisk() == "492107:0.05,492108:0.001", "a clean stop writes what waits")
+        // A volume change writes the dose known so far beside it.
+        store.saveSoundDose("492107:0.05,492108:0.002", volumes: Self.sample, now: .milliseconds(175000))
+        store.save(PersistedVolumes(system: [:], ringer: .minimum), now: .milliseconds(200000))
+        #expect(onDisk() == "492107:0.05,492108:0.002")
+        let again = StateStore(path: path, logger: logger)
+        #expect(again.load() == PersistedVolumes(system: [:], ringer: .minimum))
+        #expect(again.soundDose == "492107:0.05,492108:0.002")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("sound_dose = \"492107:0.05,492108:0.002\"\n"))
+        // A file without one (every file before R29) reads as no dose.
+        #expect(try StateStore.decodeState("schema = 1\nringer = 4\n", path: path).soundDose == "")
+    }
+
     @Test("no file: the defaults, said as info, and nothing set aside")
     func missingFile() throws {
         let directory = try ScratchDirectory(prefix: "hush-state")
@@ -195,7 +229,18 @@ struct StateStoreTests {
         Corruption(
             description: "unknown key",
             text: "schema = 1\nringer = 4\nringtone = \"bell.wav\"\n",
-            expected: "line 3 is corrupt: unknown key 'ringtone' (schema 1 has ringer, route_override, schema, system)"
+            expected: "line 3 is corrupt: unknown key 'ringtone' (schema 1 has ringer, route_override, schema, "
+                + "sound_dose, system)"
+        ),
+        Corruption(
+            description: "a sound dose that is not HOUR:DOSE",
+            text: "schema = 1\nringer = 4\nsound_dose = \"492107:-0.5\"\n",
+            expected: "line 3 is corrupt: sound_dose = \"492107:-0.5\" is not the week's dose"
+        ),
+        Corruption(
+            description: "a sound dose that is a number",
+            text: "schema = 1\nringer = 4\nsound_dose = 3\n",
+            expected: "line 3 is corrupt: sound_dose = 3 is not the week's dose"
         ),
         Corruption(description: "missing ringer", text: "schema = 1\n", expected: "it has no 'ringer' volume"),
     ]

@@ -95,5 +95,15 @@ struct HearingSafetyTests {
         )
         #expect(steepest >= -0.1 - 0.02, "no faster than 1 dB/s: a 100 ms window fell \(steepest) dB")
         #expect(abs(total - 11) <= 0.5, "from step 16 to 12: 11 dB down, heard \(total)")
+
+        // The week's dose survives the restart: written beside the volumes at the clean stop, read at the start.
+        let dose = hearing["dosePercent"] as? Double ?? -1
+        let state = try String(contentsOfFile: hushd.statePath, encoding: .utf8)
+        #expect(state.contains("sound_dose = \""), "the state file keeps the dose:\n\(state)")
+        try hushd.start()
+        let restored = try hushd.status()["hearing"] as? [String: Any] ?? [:]
+        #expect(abs((restored["dosePercent"] as? Double ?? -9) - dose) <= 0.05, "\(dose) % before, \(restored) after")
+        #expect(hushd.log.contains("the week's sound dose restored from"), "said at start")
+        #expect(hushd.stop() == 0)
     }
 }
