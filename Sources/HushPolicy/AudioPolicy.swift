@@ -69,10 +69,8 @@ public struct AudioPolicy: Sendable {
 
     /// When the policy next needs `.timePassed` (a held button's repeat, a hearing reduction's next step), or nil.
     public var nextDeadline: Instant? {
-        switch (held?.nextRepeat, hearingState.reduction?.next) {
-        case (let a?, let b?): min(a, b)
-        case (let a, let b): a ?? b
-        }
+        let light = hearingState.lightUntil.flatMap { $0 > now ? $0 : nil }
+        return [held?.nextRepeat, hearingState.reduction?.next, light].compactMap { $0 }.min()
     }
 
     /// The week's sound dose on private routes as last reported (R29; 1 = 100 %).
@@ -80,11 +78,17 @@ public struct AudioPolicy: Sendable {
 
     /// Whether the alert light should be lit (R16): a ringer-bus session is playing, not interrupted, and muted by
     /// the silence switch — a ring the person would otherwise hear.
-    public var alertLight: Bool {
+    public var alertLight: Bool { mutedRingLight || hearingLight }
+
+    /// R16's part of the light: a muted ring.
+    private var mutedRingLight: Bool {
         sessions.contains { session in
             session.configuration.bus == .ringer && session.isPlaying && !session.isInterrupted && isSilenced(session)
         }
     }
+
+    /// R29's part: the light shows a hearing warning for a while (a board with no screen).
+    var hearingLight: Bool { hearingState.lightUntil.map { now < $0 } ?? false }
 
     /// The session with `id`, if active.
     public func session(_ id: SessionID) -> SessionRecord? { sessions.first { $0.id == id } }
@@ -1058,19 +1062,34 @@ public struct AudioPolicy: Sendable {
             )
         }
 
+        // A hearing warning's light that has been shown long enough is forgotten here, so that the next change of
+        // the light is said with its own rule.
+        var hearingLightEnded = false
+        if let until = hearingState.lightUntil, now >= until {
+            hearingState.lightUntil = nil
+            hearingLightEnded = true
+        }
         let light = alertLight
         if light != emittedAlertLight {
             emittedAlertLight = light
             let ringing = sessions.first { $0.configuration.bus == .ringer && $0.isPlaying && !$0.isInterrupted }
             let why: String
-            if light, let ringing {
+            var rule = Rule.r16
+            if light, !mutedRingLight {
+                rule = .r29
+                why = "a hearing warning: the alert light shows it for "
+                    + "\(configuration.hearing.warningLight.milliseconds / 1000) s"
+            } else if light, let ringing {
                 why = "\(ringing.id) rings on the ringer bus, muted by the silence switch: the light shows it instead"
             } else if let ringing, silenceSwitch == .ring {
                 why = "silence off: \(ringing.id) is heard again"
+            } else if hearingLightEnded {
+                rule = .r29
+                why = "the hearing warning has been shown"
             } else {
                 why = "no muted alert is ringing any more"
             }
-            out.append(Decision(.setAlertLight(light), rule: .r16, reason: why))
+            out.append(Decision(.setAlertLight(light), rule: rule, reason: why))
         }
     }
 

@@ -34,11 +34,13 @@ struct HearingState: Hashable, Sendable {
     var dose = 0.0
     /// A reduction under way: down to `target`, the next step at `next`.
     var reduction: (target: VolumeStep, next: Instant)?
+    /// Until when the alert light shows the latest warning.
+    var lightUntil: Instant?
 
     static func == (a: HearingState, b: HearingState) -> Bool {
         a.loudSeconds == b.loudSeconds && a.quietSince == b.quietSince && a.loudWarned == b.loudWarned
             && a.doseWarned == b.doseWarned && a.dose == b.dose && a.reduction?.target == b.reduction?.target
-            && a.reduction?.next == b.reduction?.next
+            && a.reduction?.next == b.reduction?.next && a.lightUntil == b.lightUntil
     }
 
     func hash(into hasher: inout Hasher) {
@@ -203,6 +205,7 @@ extension AudioPolicy {
                     : "the volume comes down gradually; the person may turn it up again")
         }
         out.append(Decision(.notify(.hearingWarning(warning)), rule: .r29, reason: why))
+        hearingState.lightUntil = now + hearing.warningLight
         if target < systemVolume {
             hearingState.reduction = (target, now)
         }

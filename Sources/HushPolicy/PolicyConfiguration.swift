@@ -58,6 +58,8 @@ public struct HearingConfiguration: Hashable, Sendable {
     public var enforcedDose = 5.0
     /// The fastest a reduction lowers the level, in dB per second: never a sudden jump.
     public var reductionRate = 1.0
+    /// How long the alert light shows a warning (`[outputs.alert_led]`): a board without a screen.
+    public var warningLight: Duration = .seconds(10)
     /// A level nothing exceeds on any calibrated route, whatever the volume (a toy); nil for none (R28).
     public var ceiling: Double?
 

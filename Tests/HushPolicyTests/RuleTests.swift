@@ -1246,6 +1246,23 @@ struct R29HearingExposure {
         #expect(refused.contains { $0.rule == .r29 && $0.reason.contains("500 %") })
     }
 
+    @Test("the alert light shows a warning for 10 s, said with R29; a muted ring's light stays R16's")
+    func light() {
+        var board = Self.loudHeadphones()
+        var decisions: [Decision] = []
+        for _ in 1...6 {
+            decisions += board.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+        }
+        #expect(decisions.contains { $0.command == .setAlertLight(true) && $0.rule == .r29 })
+        #expect(board.policy.alertLight)
+        board.wait(.seconds(9))
+        #expect(board.policy.alertLight, "still shown at 9 s")
+        let off = board.wait(.seconds(2))
+        #expect(!board.policy.alertLight)
+        #expect(off.contains { $0.command == .setAlertLight(false) && $0.rule == .r29 })
+        #expect(board.policy.nextDeadline == nil || board.policy.nextDeadline! > board.now)
+    }
+
     @Test("the speaker (public) and another route's report are not judged")
     func notJudged() {
         var board = hearingBoard()
