@@ -1077,7 +1077,8 @@ public struct AudioPolicy: Sendable {
             var rule = Rule.r16
             if light, !mutedRingLight {
                 rule = .r29
-                why = "a hearing warning: the alert light shows it for "
+                why =
+                    "a hearing warning: the alert light shows it for "
                     + "\(configuration.hearing.warningLight.milliseconds / 1000) s"
             } else if light, let ringing {
                 why = "\(ringing.id) rings on the ringer bus, muted by the silence switch: the light shows it instead"

@@ -1251,7 +1251,10 @@ struct R29HearingExposure {
         var board = Self.loudHeadphones()
         var decisions: [Decision] = []
         for _ in 1...6 {
-            decisions += board.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+            decisions += board.send(
+                .exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)),
+                after: .seconds(1)
+            )
         }
         #expect(decisions.contains { $0.command == .setAlertLight(true) && $0.rule == .r29 })
         #expect(board.policy.alertLight)
