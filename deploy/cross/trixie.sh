@@ -359,7 +359,8 @@ ARM64_SKIPPED=(
     "DaemonTests/loop\(|wall clock: the WAV fallback is paced in real time and a debug build under qemu renders\
  fewer periods than 1.2 s of it"
     "ALSA(Applications|StreamRules|Device|Call|NamedSession|MusicPlayer|DelayInterpolation|Xrun)Tests/|\
-HostileStreamTests/|PluginRequestLineTests/|BaresipCallTests/|HushctlRingerTests/ringtoneSilencedAlarmHeard\(|applications through the hush ALSA device: aplay, arecord,\
+HostileStreamTests/|PluginRequestLineTests/|BaresipCallTests/|SessionLevelTests/deviceLevel\(|\
+HushctlRingerTests/ringtoneSilencedAlarmHeard\(|applications through the hush ALSA device: aplay, arecord,\
  alsaloop, mpd, GStreamer, espeak-ng, PortAudio and baresip with the C plugin (make alsa-plugin) and the programs built from its sources (the delay and xrun probes, the\
  request lines), which the chroot has not; make test runs them on x86-64 and the virtual board's streams scenario"
 )
