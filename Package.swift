@@ -122,7 +122,7 @@ let package = Package(
             name: "HushConfiguration",
             dependencies: [
                 "CTOMLShim", "HushCore", "HushPolicy", "HushALSA", "HushGPIO", "HushInput", "HushProtocol",
-                "HushSystem",
+                "HushSystem", "HushHearing",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

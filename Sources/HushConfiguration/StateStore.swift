@@ -1,4 +1,5 @@
 import HushCore
+import HushHearing
 import HushSystem
 import Logging
 
@@ -437,7 +438,7 @@ public final class StateStore {
         }
         var soundDose = ""
         if let entry = byKey["sound_dose"] {
-            guard case .text(let dose) = entry.value, dose.split(separator: ",").allSatisfy(Self.isDosePair) else {
+            guard case .text(let dose) = entry.value, (try? SoundDose(encoded: dose)) != nil else {
                 throw corrupt(
                     "sound_dose = \(entry.value.written) is not the week's dose (\"HOUR:DOSE,…\": whole hours since "
                         + "1970, doses of 0 or more)",
@@ -447,13 +448,6 @@ public final class StateStore {
             soundDose = dose
         }
         return (PersistedVolumes(system: system, ringer: ringer, routeOverride: routeOverride), soundDose)
-    }
-
-    /// "492107:0.0125": what HushHearing's SoundDose writes for an hour.
-    private static func isDosePair(_ pair: Substring) -> Bool {
-        let parts = pair.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, Int64(parts[0]) != nil, let dose = Double(parts[1]) else { return false }
-        return dose.isFinite && dose >= 0
     }
 
     /// "speaker 8, headphones 6; ringer 10; route override headphones" for logs.

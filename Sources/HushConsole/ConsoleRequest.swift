@@ -717,9 +717,7 @@ public enum ConsoleRequest: Hashable, Sendable {
 
     /// A session's own level (R26) as a person types it: "-10", "-3.5", "-6dB".
     private static func level(_ word: String) throws(SyntaxError) -> SessionLevel {
-        var number = Substring(word)
-        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
-        guard let decibels = Float(number), let level = SessionLevel(decibels: decibels) else {
+        guard let level = SessionLevel(text: word) else {
             throw SyntaxError(
                 message: "a level is dB from -96 to 0 (a session is never louder than its bus), not '\(word)'"
             )

@@ -133,6 +133,15 @@ public struct SessionLevel: Hashable, Sendable, Comparable, CustomStringConverti
 
     private init(uncheckedDecibels: Float) { decibels = uncheckedDecibels }
 
+    /// The level a person typed: "-10", "-3.5", "-6dB" (the unit optional, any case); nil when it is not a number
+    /// of decibels within ``range``. The one reading of the shell, the console and hushctl.
+    public init?(text: String) {
+        var number = Substring(text)
+        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
+        guard let decibels = Float(number) else { return nil }
+        self.init(decibels: decibels)
+    }
+
     /// The level as a linear factor (1 at 0 dB).
     public var gain: Gain { Gain(decibels: decibels) }
 

@@ -452,13 +452,12 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
             },
             hearing: daemon.hearing.map { hearing in
                 let configuration = policy.configuration.hearing
-                let hour = Int64(time(nil) / 3600)
                 return ControlStatus.Hearing(
                     privateRoutes: configuration.privateRoutes.map(\.name).sorted(),
                     measuring: hearing.tap.isActive,
                     decibelsA: hearing.latest?.decibelsA,
                     route: hearing.latest?.route.name,
-                    dosePercent: hearing.dose.fraction(at: hour) * 100,
+                    dosePercent: hearing.dosePercent,
                     calibrated: configuration.fullScale[policy.route] != nil
                 )
             }

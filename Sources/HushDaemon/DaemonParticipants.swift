@@ -299,6 +299,12 @@ final class HearingParticipant: LoopParticipant {
     private(set) var latest: (route: Route, decibelsA: Double)?
     private var next: Instant?
 
+    /// The hour of the wall clock the dose is kept by (hours since 1970).
+    static var hour: Int64 { Int64(time(nil) / 3600) }
+
+    /// The week's dose now, in percent.
+    var dosePercent: Double { dose.fraction(at: Self.hour) * 100 }
+
     init(tap: HearingTap, daemon: Daemon, store: StateStore?) {
         self.tap = tap
         self.daemon = daemon
@@ -306,7 +312,7 @@ final class HearingParticipant: LoopParticipant {
         if let text = store?.soundDose, !text.isEmpty {
             do {
                 dose = try SoundDose(encoded: text)
-                let percent = Int((dose.fraction(at: Int64(time(nil) / 3600)) * 100).rounded())
+                let percent = Int(dosePercent.rounded())
                 daemon.logger.info("hearing: the week's sound dose restored from \(store!.path): \(percent) %")
             } catch {
                 daemon.logger.warning(
@@ -344,7 +350,7 @@ final class HearingParticipant: LoopParticipant {
         let policy = daemon.audio.policy
         let route = policy.route
         guard let fullScale = policy.configuration.hearing.fullScale(on: route) else { return }
-        let hour = Int64(time(nil) / 3600)
+        let hour = Self.hour
         for level in levels {
             let decibelsA = fullScale + level
             dose.add(decibelsA: decibelsA, seconds: 1, hour: hour)

@@ -184,9 +184,7 @@ public enum ShellSyntax {
 
     /// A session's own level (R26) as a person types it: "-10", "-10dB", "-3.5 dB".
     private static func level(_ text: String) throws(ShellError) -> SessionLevel {
-        var number = Substring(text)
-        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
-        guard let decibels = Float(number), let level = SessionLevel(decibels: decibels) else {
+        guard let level = SessionLevel(text: text) else {
             throw ShellError("'\(text)' is not a level; give dB from -96 to 0 (a session is never louder than its bus)")
         }
         return level

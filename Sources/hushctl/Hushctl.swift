@@ -296,12 +296,7 @@ extension HushCore.Category: ExpressibleByArgument {}
 
 /// `--gain -10`, `--gain -3.5dB`: a session's own level (policy R26).
 extension SessionLevel: ExpressibleByArgument {
-    public init?(argument: String) {
-        var number = Substring(argument)
-        if number.lowercased().hasSuffix("db") { number = number.dropLast(2) }
-        guard let decibels = Float(number) else { return nil }
-        self.init(decibels: decibels)
-    }
+    public init?(argument: String) { self.init(text: argument) }
 
     public var defaultValueDescription: String { description }
 }
