@@ -184,7 +184,7 @@ if [ "$uninstall" = yes ]; then
     note "uninstalling hush${dest:+ from $dest}"
     system "stop and disable hushd" systemctl disable --now hushd.service || true
     system "stop and disable hush-fault-around" systemctl disable --now hush-fault-around.service || true
-    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$share/sounds/startup.wav" "$man/man8/hushd.8.gz" "$man/man1/hushctl.1.gz" "$docs" \
+    for path in "$bin/hushd" "$bin/hushctl" "$unit" "$fault_around_unit" "$rules" "$sysusers" "$tmpfiles" "$share/boards" "$share/sounds/startup.wav" "$share/sounds/hearing-warning.wav" "$man/man8/hushd.8.gz" "$man/man1/hushctl.1.gz" "$docs" \
         "$alsa_etc/50-hush.conf" "$alsa_etc/99-hush-default.conf" "$alsa_share/50-hush.conf" \
         "$alsa_share/99-hush-default.conf"; do
         remove_path "$path"
@@ -284,6 +284,8 @@ for page in "$root"/docs/man/hushd.8 "$root"/docs/man/hushctl.1; do
 done
 # hush's start-up chime, for `[sounds] startup` (policy R25): rendered from board/sounds/startup.txt.
 install_file 0644 "$root/board/sounds/startup.wav" "$share/sounds/startup.wav"
+# The hearing warning, for `[sounds] hearing_warning` (policy R30): rendered from board/sounds/hearing-warning.txt.
+install_file 0644 "$root/board/sounds/hearing-warning.wav" "$share/sounds/hearing-warning.wav"
 install_file 0644 "$here/hushd.toml.example" "$docs/hushd.toml.example"
 for doc in deploy wiring configuration console; do
     if [ -f "$root/docs/$doc.md" ]; then install_file 0644 "$root/docs/$doc.md" "$docs/$doc.md"; fi

@@ -164,7 +164,7 @@ fi
 mkdir -p "$dest/var/lib/hush" && echo state >"$dest/var/lib/hush/state"
 expect "--uninstall succeeds" run --uninstall --prefix /usr
 for path in usr/bin/hushd usr/bin/hushctl etc/systemd/system/hushd.service etc/systemd/system/hush-fault-around.service \
-    etc/udev/rules.d/99-hush.rules usr/lib/sysusers.d/hush.conf usr/lib/tmpfiles.d/hush.conf usr/share/hush/boards usr/share/hush/sounds/startup.wav boot/firmware/overlays/hush-all.dtbo \
+    etc/udev/rules.d/99-hush.rules usr/lib/sysusers.d/hush.conf usr/lib/tmpfiles.d/hush.conf usr/share/hush/boards usr/share/hush/sounds/startup.wav usr/share/hush/sounds/hearing-warning.wav boot/firmware/overlays/hush-all.dtbo \
     "${alsa_lib_dir#/}/libasound_module_pcm_hush.so" usr/share/alsa/alsa.conf.d/50-hush.conf \
     usr/share/alsa/alsa.conf.d/99-hush-default.conf etc/alsa/conf.d/50-hush.conf etc/alsa/conf.d/99-hush-default.conf; do
     expect "--uninstall removes /$path" test ! -e "$dest/$path"

@@ -45,7 +45,7 @@ final class ConfigurationReader {
         "voice": ["automatic_gain", "noise_suppression"],
         "state": ["file", "write_interval_ms"],
         "alsa_controls": ["enabled", "card"],
-        "sounds": ["directories", "startup"],
+        "sounds": ["directories", "startup", "hearing_warning"],
         "log": ["level"],
     ]
     static let routeKeys = ["pcm", "rate", "channels", "format", "switches", "private", "full_scale_dba"]
@@ -103,7 +103,7 @@ final class ConfigurationReader {
         readState()
         readALSAControls()
         readSounds()
-        checkStartupSound()
+        checkSoundPaths()
         readLog()
         checkSharedLines()
     }
@@ -988,11 +988,12 @@ final class ConfigurationReader {
     private func readSounds() {
         guard let table = section("sounds") else { return }
         checkKeys(table, known: Self.sections["sounds"]!)
-        if let node = table.entries["startup"] {
+        for (key, keyPath) in Self.soundKeys {
+            guard let node = table.entries[key] else { continue }
             if case .string(let path) = node.value, path.isEmpty || path.hasPrefix("/") {
-                configuration.sounds.startup = path.isEmpty ? nil : path
+                configuration.sounds[keyPath: keyPath] = path.isEmpty ? nil : path
             } else {
-                report(table, "startup", node, "must be the absolute path of a sound file in quotes, or \"\" for none")
+                report(table, key, node, "must be the absolute path of a sound file in quotes, or \"\" for none")
             }
         }
         guard let node = table.entries["directories"] else { return }
@@ -1016,20 +1017,26 @@ final class ConfigurationReader {
         configuration.sounds.directories = directories
     }
 
-    /// The start-up sound must be where hushd plays sounds from (`directories`): hushd would refuse it at start.
-    private func checkStartupSound() {
-        guard let path = configuration.sounds.startup, let table = section("sounds"),
-            let node = table.entries["startup"]
-        else { return }
+    /// The sounds hushd plays of its own accord: the start-up sound (R25), the hearing warning's (R30).
+    static var soundKeys: [(String, WritableKeyPath<HushdConfiguration.Sounds, String?>)] {
+        [("startup", \.startup), ("hearing_warning", \.hearingWarning)]
+    }
+
+    /// hushd's own sounds must be where hushd plays sounds from (`directories`): hushd would refuse them.
+    private func checkSoundPaths() {
+        guard let table = section("sounds") else { return }
         let directories = configuration.sounds.directories
-        guard !directories.contains(where: { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else { return }
-        let listed = directories.isEmpty ? "none" : directories.joined(separator: ", ")
-        report(
-            table,
-            "startup",
-            node,
-            "\(path) is not in [sounds] directories (\(listed)): hushd plays sounds only from there"
-        )
+        for (key, keyPath) in Self.soundKeys {
+            guard let path = configuration.sounds[keyPath: keyPath], let node = table.entries[key] else { continue }
+            guard !directories.contains(where: { path.hasPrefix($0.hasSuffix("/") ? $0 : $0 + "/") }) else { continue }
+            let listed = directories.isEmpty ? "none" : directories.joined(separator: ", ")
+            report(
+                table,
+                key,
+                node,
+                "\(path) is not in [sounds] directories (\(listed)): hushd plays sounds only from there"
+            )
+        }
     }
 
     private func readLog() {

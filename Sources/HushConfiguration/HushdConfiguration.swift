@@ -487,6 +487,9 @@ public struct HushdConfiguration: Sendable, Equatable {
         /// `startup`: the sound hushd plays once when it is ready (policy R25); nil ("") for none. It must be in one
         /// of `directories`, as every sound hushd plays.
         public var startup: String?
+        /// `hearing_warning`: the short sound hushd plays with each hearing warning (policy R30), on the ringer bus;
+        /// nil ("") for none: the light, the socket's event and the console line still warn.
+        public var hearingWarning: String?
         public init() {}
     }
 
@@ -524,6 +527,7 @@ extension HushdConfiguration {
         policy.hearing.momentaryLimit = hearing.momentaryLimit
         policy.hearing.momentarySeconds = hearing.momentarySeconds
         policy.hearing.ceiling = hearing.ceiling
+        policy.hearing.warningSound = sounds.hearingWarning != nil
         return policy
     }
 

@@ -115,6 +115,9 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
     /// Close the microphone at its source, or open it again (R21): while closed, the capture router hands every
     /// consumer silence at the real rate, and the capture card's "Capture Switch" is off where the card has one.
     case muteMicrophone(Bool)
+    /// Play the hearing warning's sound (`[sounds] hearing_warning`, policy R30): the daemon gives it a session of
+    /// its own and hands it back as `.warningSound`.
+    case playWarningSound
     /// Tell clients something.
     case notify(ClientEvent)
     /// Write these volumes to the state file.
@@ -134,6 +137,7 @@ public enum Command: Hashable, Sendable, CustomStringConvertible {
         case .selectRoute(let route): "select route \(route)"
         case .setAlertLight(let on): "alert light \(on ? "on" : "off")"
         case .muteMicrophone(let muted): muted ? "close the microphone" : "open the microphone"
+        case .playWarningSound: "play the hearing warning sound"
         case .notify(let event): "notify: \(event)"
         case .persist(let volumes):
             "persist volumes (system "

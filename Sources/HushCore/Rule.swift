@@ -2,7 +2,8 @@
 /// in the logs, in docs/policy.md and in the test that proves the rule.
 ///
 /// R1–R16 are the rules of sessions, R17–R20 and R23 those of applications' streams through the `hush` ALSA device,
-/// R21 and R22 those of the microphone, R24 that of the output's period, R25 that of hushd's own start-up sound;
+/// R21 and R22 those of the microphone, R24 that of the output's period, R25 that of hushd's own start-up sound, R26 a session's own level, R27–R30
+/// those of hearing safety;
 /// M1–M9 decide what happens where two rules meet.
 public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomStringConvertible {
     case r1 = "R1"
@@ -43,6 +44,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
     case r27 = "R27"
     case r28 = "R28"
     case r29 = "R29"
+    case r30 = "R30"
 
     /// A short name for logs: "R1 silence-switch".
     public var title: String {
@@ -76,6 +78,7 @@ public enum Rule: String, Sendable, Hashable, CaseIterable, Comparable, CustomSt
         case .r27: "hearing-start-level"
         case .r28: "hearing-ceiling"
         case .r29: "hearing-exposure"
+        case .r30: "hearing-warning-sound"
         case .m1: "silenced-session-takes-no-floor"
         case .m2: "silence-keeps-the-floor"
         case .m3: "unplug-while-interrupted"

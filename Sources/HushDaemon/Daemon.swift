@@ -156,7 +156,10 @@ package final class Daemon {
         audio.onDecisions = { [unowned self] made, cause, time in announce(made, cause: cause, at: time) }
         // R24 before the engine hears of a session's sound: its first frame is mixed in the period it needs.
         audio.beforeCommands = { [unowned self] in refreshPeriod() }
-        audio.onFinished = { [unowned self] session in for sink in finishedSinks { sink(session) } }
+        audio.onFinished = { [unowned self] session in
+            ownSoundFinished(session)
+            for sink in finishedSinks { sink(session) }
+        }
     }
 
     // MARK: Start-up and the loop
@@ -456,31 +459,66 @@ package final class Daemon {
     /// Hands `event` to the policy now and carries out its decisions.
     @discardableResult
     package func handle(_ event: PolicyEvent, cause: String? = nil) -> [Decision] {
-        audio.handle(event, at: policyTime(), cause: cause)
+        let made = audio.handle(event, at: policyTime(), cause: cause)
+        if warningSoundDue {
+            warningSoundDue = false
+            if let path = warningSoundPath {
+                playOwnSound(
+                    path,
+                    event: PolicyEvent.warningSound,
+                    name: "hearing warning",
+                    key: "hearing_warning",
+                    rule: .r30
+                )
+            }
+        }
+        return made
     }
 
-    /// hushd's start-up sound, while it plays (policy R25).
-    package private(set) var startupSession: SessionID?
+    /// hushd's own sounds while they play (the start-up sound, R25; the hearing warning's, R30): the `[sounds]` key
+    /// and the rule of each, ended when the sound ends.
+    package private(set) var ownSounds: [SessionID: (name: String, rule: Rule)] = [:]
+    /// `[sounds] hearing_warning`: played when the policy asks (R30).
+    package var warningSoundPath: String?
+    /// The policy asked for the warning sound in the batch being carried out: played once that batch is done.
+    private var warningSoundDue = false
 
     /// Plays the start-up sound `path` (`[sounds] startup`) once, in a session of hushd's own (policy R25), ended
     /// when the sound ends. A file that cannot be played is a warning: hushd goes on without it.
     package func playStartupSound(_ path: String) {
+        playOwnSound(path, event: PolicyEvent.startupSound, name: "start-up", key: "startup", rule: .r25)
+    }
+
+    /// Plays `path` once in a new session of hushd's own that `event` hands the policy; the session ends when the
+    /// sound ends (``ownSoundFinished(_:)``). A file that cannot be played is a warning naming `[sounds] key`:
+    /// hushd goes on without it.
+    private func playOwnSound(
+        _ path: String,
+        event: (SessionID) -> PolicyEvent,
+        name: String,
+        key: String,
+        rule: Rule
+    ) {
         let session = newSessionID()
-        handle(.startupSound(session), cause: "start-up sound \(path)")
+        handle(event(session), cause: "\(name) sound \(path)")
         guard audio.policy.session(session)?.client == .hushd else { return }
         do {
             try audio.attach(.file(path), to: session, loop: false)
         } catch {
-            logger.warning("start-up sound not played: \(error.description) ([sounds] startup)")
-            handle(.deactivate(session, notifyOthers: true), cause: "the start-up sound could not be played")
+            logger.warning("\(name) sound not played: \(error.description) ([sounds] \(key))")
+            handle(.deactivate(session, notifyOthers: true), cause: "the \(name) sound could not be played")
             return
         }
-        startupSession = session
-        finishedSinks.append { [unowned self] finished in
-            guard finished == startupSession else { return }
-            startupSession = nil
-            handle(.deactivate(finished, notifyOthers: true), cause: "the start-up sound finished [R25]")
-        }
+        ownSounds[session] = (name, rule)
+    }
+
+    /// One of hushd's own sounds came to its end: its session ends.
+    private func ownSoundFinished(_ session: SessionID) {
+        guard let sound = ownSounds.removeValue(forKey: session) else { return }
+        handle(
+            .deactivate(session, notifyOthers: true),
+            cause: "the \(sound.name) sound finished [\(sound.rule.rawValue)]"
+        )
     }
 
     /// A fresh session id.
@@ -537,6 +575,7 @@ package final class Daemon {
                         + "again [R21] (after: \(cause))"
                 logger.notice("\(text)")
             }
+            if case .playWarningSound = decision.command { warningSoundDue = true }
             if case .notify(.hearingWarning(let warning)) = decision.command {
                 // A person at the console (and journalctl -p warning) should see this one.
                 logger.warning("hearing: \(warning) [\(decision.rule.rawValue)]")

@@ -148,6 +148,7 @@ final class DaemonRunner {
         notifier.ready(status: (daemon.outputCounters.open ? "playing on " : "waiting for its output, ") + summary)
         let board = configuration.board.name.isEmpty ? "no board profile" : "board '\(configuration.board.name)'"
         logger.notice("hushd \(Hushd.version) ready on \(board): \(summary)")
+        daemon.warningSoundPath = configuration.sounds.hearingWarning
         if let startup = configuration.sounds.startup { daemon.playStartupSound(startup) }
         let status = daemon.run(signals: signals)
         notifier.stopping()

@@ -266,17 +266,24 @@ extension HushdConfiguration {
             [
                 sounds.directories.isEmpty
                     ? "none: play requests for files are refused" : sounds.directories.joined(separator: ", ")
-            ] + startupSoundLines
+            ] + ownSoundLines
         )
         add("log", [log.level.rawValue])
         return lines.joined(separator: "\n")
     }
 
-    /// The start-up sound (policy R25), and whether it is there to be played.
-    private var startupSoundLines: [String] {
-        guard let path = sounds.startup else { return [] }
-        let there = access(path, R_OK) == 0
-        return ["start-up sound \(path)" + (there ? "" : " (not readable here: hushd would start without it)")]
+    /// hushd's own sounds (the start-up sound, policy R25; the hearing warning's, R30), and whether each is there
+    /// to be played.
+    private var ownSoundLines: [String] {
+        let sounds: [(String, String?, String)] = [
+            ("start-up sound", sounds.startup, "hushd would start without it"),
+            ("hearing warning sound", sounds.hearingWarning, "the warnings would have no sound"),
+        ]
+        return sounds.compactMap { name, path, without in
+            guard let path else { return nil }
+            let there = access(path, R_OK) == 0
+            return "\(name) \(path)" + (there ? "" : " (not readable here: \(without))")
+        }
     }
 
     /// What hushd does when the output PCM does not open at start (Daemon.openOutput, AudioOutputThread): it

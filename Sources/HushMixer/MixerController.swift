@@ -156,7 +156,7 @@ public final class MixerController {
         case .stop(let session):
             guard let slot = slots[session] else { return }
             send(.stop(voice: slot, fadeFrames: format.frames(resumeFade)))
-        case .selectRoute, .setAlertLight, .muteMicrophone, .notify, .persist, .reject, .note:
+        case .selectRoute, .setAlertLight, .muteMicrophone, .playWarningSound, .notify, .persist, .reject, .note:
             break
         }
     }

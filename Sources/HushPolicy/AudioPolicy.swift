@@ -59,7 +59,11 @@ public struct AudioPolicy: Sendable {
 
     /// Which volume the buttons control right now (R3, M8).
     public var buttonTarget: VolumeKind {
-        if sessions.contains(where: { $0.configuration.bus == .ringer && isSounding($0) }) { return .ringer }
+        // hushd's hearing warning is on the ringer bus but is not a ring: a press while it sounds lowers what is
+        // loud (R30).
+        if sessions.contains(where: { $0.configuration.bus == .ringer && isSounding($0) && !isWarningSound($0) }) {
+            return .ringer
+        }
         if sessions.contains(where: { $0.configuration.bus != .ringer }) { return .system }
         return configuration.idleButtonTarget
     }
@@ -216,6 +220,8 @@ public struct AudioPolicy: Sendable {
             break
         case .startupSound(let id):
             startupSound(id, &out)
+        case .warningSound(let id):
+            warningSound(id, &out)
         case .setLevel(let id, let level):
             guard let index = index(of: id, &out) else { break }
             setLevel(at: index, level, &out)
@@ -524,7 +530,7 @@ public struct AudioPolicy: Sendable {
         sessions[index].lastUserActivity = activityCounter
     }
 
-    private mutating func activate(
+    mutating func activate(
         _ id: SessionID,
         client: ClientID,
         _ configuration: SessionConfiguration,
@@ -675,7 +681,7 @@ public struct AudioPolicy: Sendable {
         out.append(Decision(.resume(sessions[index].id), rule: rule, reason: reason))
     }
 
-    private mutating func play(at index: Int, rule: Rule, _ out: inout [Decision]) {
+    mutating func play(at index: Int, rule: Rule, _ out: inout [Decision]) {
         let id = sessions[index].id
         switch sessions[index].microphoneBlock {
         case .awaitingStart:

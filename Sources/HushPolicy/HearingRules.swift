@@ -36,11 +36,14 @@ struct HearingState: Hashable, Sendable {
     var reduction: (target: VolumeStep, next: Instant)?
     /// Until when the alert light shows the latest warning.
     var lightUntil: Instant?
+    /// The session hushd plays the latest warning's sound in (R30), while it may still be active.
+    var warningSession: SessionID?
 
     static func == (a: HearingState, b: HearingState) -> Bool {
         a.loudSeconds == b.loudSeconds && a.quietSince == b.quietSince && a.loudWarned == b.loudWarned
             && a.doseWarned == b.doseWarned && a.dose == b.dose && a.reduction?.target == b.reduction?.target
             && a.reduction?.next == b.reduction?.next && a.lightUntil == b.lightUntil
+            && a.warningSession == b.warningSession
     }
 
     func hash(into hasher: inout Hasher) {
@@ -206,9 +209,63 @@ extension AudioPolicy {
         }
         out.append(Decision(.notify(.hearingWarning(warning)), rule: .r29, reason: why))
         hearingState.lightUntil = now + hearing.warningLight
+        if hearing.warningSound {
+            if let playing = hearingState.warningSession, session(playing) != nil {
+                out.append(
+                    Decision(
+                        .note("the hearing warning sound in \(playing) is still playing"),
+                        rule: .r30,
+                        reason: "one warning sound at a time: a second would only be louder"
+                    )
+                )
+            } else {
+                out.append(
+                    Decision(
+                        .playWarningSound,
+                        rule: .r30,
+                        reason: "a board with no screen warns with a sound too: short, on the ringer bus"
+                    )
+                )
+            }
+        }
         if target < systemVolume {
             hearingState.reduction = (target, now)
         }
+    }
+
+    // MARK: - R30 hearing-warning-sound
+
+    /// How the hearing warning's sound plays (R30): an alert on the ringer bus, at the ringer volume (R2), so that the
+    /// reduction of the system volume does not take it down with the music; `ambient`, so the silence switch
+    /// silences it as every alert (R1) and the alert light alone speaks (R29, R16); it mixes with what plays and
+    /// ducks nothing: the music's only change is the reduction's, never faster than 1 dB per second (R29).
+    public static let warningSoundConfiguration = SessionConfiguration(
+        bus: .ringer,
+        category: .ambient,
+        options: [.mixWithOthers]
+    )
+
+    /// Whether `session` is hushd's hearing warning sound (R30).
+    func isWarningSound(_ session: SessionRecord) -> Bool {
+        session.client == .hushd && session.id == hearingState.warningSession
+    }
+
+    mutating func warningSound(_ id: SessionID, _ out: inout [Decision]) {
+        activate(id, client: .hushd, Self.warningSoundConfiguration, &out)
+        guard let index = sessions.firstIndex(where: { $0.id == id }), sessions[index].client == .hushd else { return }
+        hearingState.warningSession = id
+        let silenced = silenceSwitch == .silent
+        out.append(
+            Decision(
+                .note("\(id) is the hearing warning sound"),
+                rule: .r30,
+                reason: silenced
+                    ? "the silence switch is on: it plays silenced, as every alert (R1), and the alert light warns"
+                    : "an alert on the ringer bus at the ringer volume, mixed over what plays (no duck: only the "
+                        + "reduction lowers it); the volume buttons still move the system volume"
+            )
+        )
+        play(at: index, rule: .r30, &out)
     }
 
     /// Steps a reduction under way down when its time has come: one volume step at a time, each ramped so that the

@@ -60,6 +60,8 @@ public struct HearingConfiguration: Hashable, Sendable {
     public var reductionRate = 1.0
     /// How long the alert light shows a warning (`[outputs.alert_led]`): a board without a screen.
     public var warningLight: Duration = .seconds(10)
+    /// A sound plays with each warning (R30): hushd's configuration names one (`[sounds] hearing_warning`).
+    public var warningSound = false
     /// A level nothing exceeds on any calibrated route, whatever the volume (a toy); nil for none (R28).
     public var ceiling: Double?
 

@@ -26,6 +26,8 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
     case timePassed
     /// hushd is ready and plays its start-up sound in this new session of its own (R25).
     case startupSound(SessionID)
+    /// hushd plays the hearing warning's sound, which the policy asked for (R30), in this new session of its own.
+    case warningSound(SessionID)
     /// A session's own level, relative to its bus (R26).
     case setLevel(SessionID, SessionLevel)
     /// What the listener on the route was exposed to over the last second (R29), once a second while it plays.
@@ -45,6 +47,7 @@ public enum PolicyEvent: Hashable, Sendable, CustomStringConvertible {
         case .setRouteOverride(let route): route.map { "route override \($0)" } ?? "route override cleared"
         case .timePassed: "time passed"
         case .startupSound(let id): "start-up sound in \(id)"
+        case .warningSound(let id): "hearing warning sound in \(id)"
         case .setLevel(let id, let level): "set \(id) level \(level)"
         case .exposure(let exposure): "exposure \(exposure)"
         }

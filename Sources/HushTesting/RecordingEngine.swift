@@ -57,7 +57,7 @@ public struct RecordingEngine: Sendable {
             }
         case .persist(let volumes): persisted = volumes
         case .reject(let rejection): rejections.append(rejection)
-        case .note: break
+        case .note, .playWarningSound: break
         }
     }
 

@@ -252,6 +252,12 @@ struct EveryKeyTests {
                 ["\"\"", "\"/usr/share/hush/sounds/startup.wav\""],
                 ["\"startup.wav\"", "\"/tmp/startup.wav\"", "1"]
             ),
+            plain(
+                "sounds",
+                "hearing_warning",
+                ["\"\"", "\"/usr/share/hush/sounds/hearing-warning.wav\""],
+                ["\"warning.wav\"", "\"/tmp/warning.wav\"", "1"]
+            ),
             plain("log", "level", ["\"trace\"", "\"info\"", "\"critical\""], ["\"verbose\""]),
             plain("routes.speaker", "pcm", ["\"hw:0,0\""], ["\"\""]),
             plain("routes.speaker", "rate", ["48000"], ["44100"]),

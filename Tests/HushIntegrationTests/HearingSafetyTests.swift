@@ -7,11 +7,12 @@ import Testing
 import Glibc
 #endif
 
-/// Hearing safety on the real hushd (policy R27, R29): its mix measured as it leaves for a private route, turned
-/// into dB(A) at the ear by the route's calibration; a level over the limit warns (an event, a warning in the log)
-/// and brings the volume down no faster than 1 dB/s, heard in what hushd wrote (its WAV fallback, paced like a
-/// device: the headphones' own PCM does not open here, so their sound stays on the fallback).
-@Suite("hearing safety on the real hushd (R27, R29)", .serialized)
+/// Hearing safety on the real hushd (policy R27, R29, R30): its mix measured as it leaves for a private route,
+/// turned into dB(A) at the ear by the route's calibration; a level over the limit warns (an event, a warning in the
+/// log, the package's warning sound) and brings the volume down no faster than 1 dB/s, heard in what hushd wrote (its
+/// WAV fallback, paced like a device: the headphones' own PCM does not open here, so their sound stays on the
+/// fallback).
+@Suite("hearing safety on the real hushd (R27, R29, R30)", .serialized)
 struct HearingSafetyTests {
     @Test("a 94 dB(A) tone over a 90 dB(A) limit: warned within seconds, then down to 85 dB(A), never a jump")
     func loudHeadphones() throws {
@@ -31,7 +32,8 @@ struct HearingSafetyTests {
                 momentary_limit_dba = 90
                 momentary_seconds = 2
                 """,
-            fallback: mix
+            fallback: mix,
+            packageSounds: ["hearing_warning": "hearing-warning.wav"]
         )
         let app = try hushd.connect()
         _ = try app.call(#""command":"subscribe","events":["hearing-warning","volume-changed"]"#)
@@ -96,6 +98,25 @@ struct HearingSafetyTests {
         #expect(steepest >= -0.1 - 0.02, "no faster than 1 dB/s: a 100 ms window fell \(steepest) dB")
         #expect(abs(total - 11) <= 0.5, "from step 16 to 12: 11 dB down, heard \(total)")
 
+        // R30: the warning's sound, once, over the music: its notes (G6 1568 Hz, D6 1175 Hz, -24 dBFS in the file)
+        // in the mix after the tone began, at the ringer volume, and its session ended with it.
+        #expect(hushd.log.contains("is the hearing warning sound"), "the R30 decision is logged")
+        #expect(hushd.log.contains("the hearing warning sound finished [R30]"), "its session ended with the sound")
+        let ringer = status["ringerVolume"] as? Int ?? -1
+        let high = Self.toneWindows(samples, channels: channels, rate: rate, frequency: 1568)
+        let low = Self.toneWindows(samples, channels: channels, rate: rate, frequency: 1175)
+        let heard = high.filter { $0.amplitude > 1e-4 }
+        #expect(heard.count >= 2 && low.filter { $0.amplitude > 1e-4 }.count >= 2, "the warning's notes in the mix")
+        #expect(heard.allSatisfy { $0.window > first }, "only after the loud tone began")
+        let loudest = high.map(\.amplitude).max() ?? 0
+        print(
+            "hearing warning sound: \(heard.count) windows of G6, loudest \(String(format: "%.4f", loudest)) at ringer \(ringer)"
+        )
+        // The ringer volume is its default, 10: -17.5 dB on the curve, so the file's 0.063 becomes 0.0084 — the
+        // reduction of the system volume (to 12, -11 dB) did not take it down.
+        #expect(ringer == 10, "the ringer volume at start")
+        #expect(abs(loudest / 0.0084 - 1) < 0.1, "the notes at the ringer volume, not the system's: \(loudest)")
+
         // The week's dose survives the restart: written beside the volumes at the clean stop, read at the start.
         let dose = hearing["dosePercent"] as? Double ?? -1
         let state = try String(contentsOfFile: hushd.statePath, encoding: .utf8)
@@ -105,5 +126,106 @@ struct HearingSafetyTests {
         #expect(abs((restored["dosePercent"] as? Double ?? -9) - dose) <= 0.05, "\(dose) % before, \(restored) after")
         #expect(hushd.log.contains("the week's sound dose restored from"), "said at start")
         #expect(hushd.stop() == 0)
+    }
+
+    @Test("headphones picked again start at 85 dB(A) (R27); presses never take them over a 90 dB(A) ceiling (R28)")
+    func startLevelAndCeiling() throws {
+        let scratch = try ScratchDirectory(prefix: "hush-ceiling")
+        let mix = scratch.path + "/mix.wav"
+        // Headphones at 100 dB(A) full scale and a toy's ceiling of 90: the highest step whose full-scale sine is at
+        // most 90 dB(A) is 12 (-11 dB), the start limit's (85) is 10 (-17.5 dB).
+        let hushd = try HushdProcess(
+            extra: """
+                [routes.speaker]
+                pcm = "hw:CARD=HushNoSuchCard,DEV=0"
+
+                [routes.headphones]
+                pcm = "hw:CARD=HushNoHeadphones,DEV=0"
+                full_scale_dba = 100
+
+                [hearing]
+                ceiling_dba = 90
+                """,
+            fallback: mix
+        )
+        let app = try hushd.connect()
+        func volume() throws -> Int { try hushd.status()["systemVolume"] as? Int ?? -1 }
+        #expect(try app.call(#""command":"route","override":"headphones""#)["ok"] as? Bool == true)
+        _ = try app.call(#""command":"volume","step":16"#)
+        #expect(try volume() == 12, "R28: 16 asked, held at the ceiling's step")
+        // The speaker and back: the remembered 12 comes down to the start limit's 10 before the first sample (R27).
+        _ = try app.call(#""command":"route","override":"speaker""#)
+        _ = try app.call(#""command":"route","override":"headphones""#)
+        #expect(try volume() == 10, "R27: headphones start at step 10")
+        let activated = try app.call(#""command":"activate","bus":"music","category":"playback""#)
+        let session = try #require(activated["session"] as? Int)
+        _ = try app.call(#""command":"play","session":\#(session),"tone":1000,"loop":true"#)
+        usleep(1_500_000)
+        // A person holds volume-up: a press every 100 ms, eight of them; the ceiling stops it at 12.
+        var answers: [String] = []
+        for _ in 0..<8 {
+            let answer = try app.call(#""command":"volume","delta":1"#)
+            answers.append("\((answer["volume"] as? [String: Any])?["step"] ?? answer["error"] ?? "?")")
+            usleep(100_000)
+        }
+        usleep(1_500_000)
+        _ = try app.call(#""command":"deactivate","session":\#(session)"#)
+        #expect(try volume() == 12, "held at the ceiling: \(answers)")
+        #expect(hushd.stop() == 0)
+        #expect(hushd.log.contains("[R27]") && hushd.log.contains("[R28]"), "both decisions are logged")
+
+        // What reached the headphones: the -6 dBFS tone at the volume's gain. Never above the ceiling's step; the
+        // start limit's step heard first, then the ceiling's.
+        let (samples, channels, rate) = try SoundFile.readPCM16(mix)
+        let window = rate / 10
+        var gains: [Double] = []
+        var start = 0
+        while (start + window) * channels <= samples.count {
+            var sum = 0.0
+            for frame in start..<start + window {
+                let value = Double(samples[frame * channels]) / 32768
+                sum += value * value
+            }
+            // A sine's RMS is its amplitude / sqrt 2; the tone's amplitude is 0.5 times the volume's gain.
+            gains.append(sum > 0 ? 20 * log10((2 * sum / Double(window)).squareRoot() / 0.5) : -200)
+            start += window
+        }
+        let heard = gains.filter { $0 > -60 }
+        let loudest = heard.max() ?? -200
+        let atStart = heard.filter { abs($0 + 17.5) < 0.1 }.count
+        let atCeiling = heard.filter { abs($0 + 11) < 0.1 }.count
+        print(
+            "ceiling on the real hushd: loudest \(String(format: "%.2f", loudest)) dB (90 dB(A) at the ear: "
+                + "\(String(format: "%.1f", 100 + loudest)) dB(A) full-scale sine); \(atStart) windows at the start "
+                + "limit's step, \(atCeiling) at the ceiling's"
+        )
+        #expect(loudest <= -11 + 0.05, "never above the ceiling's step (-11 dB): \(loudest)")
+        #expect(atStart >= 10 && atCeiling >= 10, "the start limit's step, then the ceiling's: \(atStart), \(atCeiling)")
+    }
+
+    /// The amplitude of a sine at `frequency` in each 100 ms window of the first channel (Hann-windowed Goertzel).
+    static func toneWindows(
+        _ samples: [Int16],
+        channels: Int,
+        rate: Int,
+        frequency: Double
+    ) -> [(window: Int, amplitude: Double)] {
+        let length = rate / 10
+        let coefficient = 2 * cos(2 * Double.pi * frequency / Double(rate))
+        var windows: [(Int, Double)] = []
+        var window = 0
+        while (window + 1) * length * channels <= samples.count {
+            var (s1, s2, weights) = (0.0, 0.0, 0.0)
+            for n in 0..<length {
+                let hann = 0.5 - 0.5 * cos(2 * Double.pi * Double(n) / Double(length))
+                let x = Double(samples[(window * length + n) * channels]) / 32768 * hann
+                (s1, s2) = (x + coefficient * s1 - s2, s1)
+                weights += hann
+            }
+            let power = s1 * s1 + s2 * s2 - coefficient * s1 * s2
+            windows.append((window, 2 * power.squareRoot() / weights))
+            window += 1
+        }
+        return windows
     }
 }

@@ -36,12 +36,15 @@ final class HushdProcess: RunningHushd {
     ///   - user: run hushd as this uid (and its group, no others); nil runs it as the test's user.
     ///   - stateFile: the state file's path relative to the directory (`state` by default).
     ///   - fallback: `[output] fallback_wav`; nil for none, so hushd starts waiting for its card.
+    ///   - packageSounds: `[sounds]` keys naming the package's own sounds (`board/sounds/`), by key: each file is
+    ///     copied into the sound directory and the key names the copy (`["startup": "startup.wav"]`).
     init(
         control: String = "",
         extra: String = "",
         user: UInt32? = nil,
         stateFile: String = "state",
         fallback: String? = "/dev/null",
+        packageSounds: [String: String] = [:],
         start: Bool = true
     ) throws {
         var template = Array("/tmp/hush-real-XXXXXX".utf8CString)
@@ -52,6 +55,12 @@ final class HushdProcess: RunningHushd {
         statePath = directory + "/" + stateFile
         self.user = user
         try FileManager.default.createDirectory(atPath: soundDirectory, withIntermediateDirectories: false)
+        var soundKeys: [String] = []
+        for (key, name) in packageSounds.sorted(by: { $0.key < $1.key }) {
+            let root = String(#filePath.dropLast("Tests/HushIntegrationTests/HushdProcess.swift".count))
+            try FileManager.default.copyItem(atPath: root + "board/sounds/" + name, toPath: soundDirectory + "/" + name)
+            soundKeys.append("\(key) = \"\(soundDirectory)/\(name)\"")
+        }
         let text = """
             [output]
             pcm = "hw:CARD=HushNoSuchCard,DEV=0"
@@ -68,6 +77,7 @@ final class HushdProcess: RunningHushd {
 
             [sounds]
             directories = ["\(soundDirectory)"]
+            \(soundKeys.joined(separator: "\n"))
 
             [alsa_controls]
             enabled = false

@@ -12,8 +12,6 @@ import Glibc
 /// hushd serves on. The sound is read back from the fallback WAV, what hushd wrote for a speaker.
 @Suite("hushd's start-up sound (R25)")
 struct StartupSoundTests {
-    static let root = String(#filePath.dropLast("Tests/HushIntegrationTests/StartupSoundTests.swift".count))
-
     static func wait(_ what: String, _ hushd: HushdProcess, seconds: Double = 10, _ condition: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(seconds)
         while !condition() {
@@ -34,11 +32,7 @@ struct StartupSoundTests {
     func chimeAtStart() throws {
         let scratch = try ScratchDirectory(prefix: "hush-startup")
         let mix = scratch.path + "/mix.wav"
-        let hushd = try HushdProcess(fallback: mix, start: false)
-        let chime = hushd.soundDirectory + "/startup.wav"
-        try FileManager.default.copyItem(atPath: Self.root + "board/sounds/startup.wav", toPath: chime)
-        try Self.configure(hushd, startup: chime)
-        try hushd.start()
+        let hushd = try HushdProcess(fallback: mix, packageSounds: ["startup": "startup.wav"])
         try Self.wait("the start-up sound finished", hushd) { hushd.log.contains("the start-up sound finished [R25]") }
         let status = try hushd.status()
         #expect((status["sessions"] as? [Any])?.isEmpty == true, "its session ended with it: \(status)")

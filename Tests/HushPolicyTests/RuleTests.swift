@@ -1283,3 +1283,92 @@ struct R29HearingExposure {
         #expect(hearingWarnings(decisions).isEmpty && board.policy.systemVolume == .maximum)
     }
 }
+
+@Suite("R30 hearing-warning-sound")
+struct R30HearingWarningSound {
+    /// Headphones at 16 with a warning sound configured, and loud for 6 s: the momentary warning.
+    static func warned(silent: Bool = false) -> (PolicyHarness, [Decision]) {
+        var configuration = PolicyConfiguration()
+        configuration.hearing.privateRoutes = [.headphones]
+        configuration.hearing.fullScale[.headphones] = 100
+        configuration.hearing.warningSound = true
+        var board = PolicyHarness(configuration: configuration)
+        if silent { board.input(.silenceSwitch(.silent)) }
+        board.input(.headphones(.plugged, source: .alsaControl))
+        board.send(.setVolume(.system, .maximum))
+        board.activate(1, .music, .playback)
+        board.play(1)
+        var decisions: [Decision] = []
+        for _ in 1...6 {
+            decisions += board.send(
+                .exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)),
+                after: .seconds(1)
+            )
+        }
+        return (board, decisions)
+    }
+
+    @Test("a warning asks for its sound, said with R30; without one configured it does not")
+    func asks() {
+        let (_, decisions) = Self.warned()
+        #expect(decisions.filter { $0.command == .playWarningSound }.count == 1)
+        #expect(decisions.contains { $0.command == .playWarningSound && $0.rule == .r30 })
+        var quiet = R29HearingExposure.loudHeadphones()
+        var plain: [Decision] = []
+        for _ in 1...6 {
+            plain += quiet.send(.exposure(Exposure(route: .headphones, decibelsA: 101, dose: 0.2)), after: .seconds(1))
+        }
+        #expect(plain.contains { if case .notify(.hearingWarning) = $0.command { true } else { false } })
+        #expect(!plain.contains { $0.command == .playWarningSound })
+    }
+
+    @Test("it plays as hushd's ambient session on the ringer bus, mixed: the music goes on, neither ducked nor paused")
+    func plays() {
+        var (board, _) = Self.warned()
+        let decisions = board.send(.warningSound(SessionID(9)))
+        let session = board.policy.session(SessionID(9))
+        #expect(session?.client == .hushd)
+        #expect(session?.configuration == AudioPolicy.warningSoundConfiguration)
+        #expect(session?.configuration.bus == .ringer && session?.configuration.category == .ambient)
+        #expect(board.isPlaying(9) && board.gain(9) == .unity)
+        #expect(board.isPlaying(1) && board.gain(1) == .unity, "the music is not ducked: only the reduction lowers it")
+        #expect(decisions.contains { $0.rule == .r30 && $0.command == .resume(SessionID(9)) })
+        #expect(!decisions.contains { if case .notify(.interruptionBegan) = $0.command { true } else { false } })
+    }
+
+    @Test("the volume buttons still move the system volume while it sounds: a press lowers what is loud")
+    func buttons() {
+        var (board, _) = Self.warned()
+        board.send(.warningSound(SessionID(9)))
+        #expect(board.policy.buttonTarget == .system)
+        // A ringtone is still a ring: the buttons move the ringer volume (R3, M8).
+        board.activate(3, .ringer, .soloAmbient, [.mixWithOthers])
+        board.play(3)
+        #expect(board.policy.buttonTarget == .ringer)
+    }
+
+    @Test("with the silence switch on it plays silenced, as every alert (R1); the light warns")
+    func silenced() {
+        var (board, decisions) = Self.warned(silent: true)
+        #expect(decisions.contains { $0.command == .playWarningSound })
+        let played = board.send(.warningSound(SessionID(9)))
+        #expect(board.gain(9) == .silent)
+        #expect(played.contains { $0.rule == .r30 && $0.reason.contains("silence switch is on") })
+        #expect(board.policy.alertLight)
+    }
+
+    @Test("one at a time: a warning while the last one's sound plays does not ask for another")
+    func oneAtATime() {
+        var (board, _) = Self.warned()
+        board.send(.warningSound(SessionID(9)))
+        // The dose passes 100 % while the sound still plays: a warning, no second sound.
+        let again = board.send(.exposure(Exposure(route: .headphones, decibelsA: 90, dose: 1.0)), after: .seconds(1))
+        #expect(again.contains { if case .notify(.hearingWarning) = $0.command { true } else { false } })
+        #expect(!again.contains { $0.command == .playWarningSound })
+        #expect(again.contains { $0.rule == .r30 && $0.reason.contains("one warning sound at a time") })
+        // Once it ended, the next warning has its sound.
+        board.send(.deactivate(SessionID(9), notifyOthers: true))
+        let later = board.send(.exposure(Exposure(route: .headphones, decibelsA: 90, dose: 2.0)), after: .seconds(1))
+        #expect(later.contains { $0.command == .playWarningSound })
+    }
+}

@@ -73,25 +73,29 @@ struct RenderToolTests {
     }
 }
 
-/// The package's start-up chime (`[sounds] startup`, policy R25) is what its scenario renders, byte for byte: the
-/// committed WAV cannot drift from the recipe beside it.
-@Suite("board/sounds/startup.wav is hush-render's rendering of board/sounds/startup.txt")
-struct StartupChimeTests {
-    @Test("rendering the scenario again gives the committed bytes")
-    func chimeIsItsRendering() throws {
+/// The package's own sounds — the start-up chime (`[sounds] startup`, policy R25) and the hearing warning
+/// (`[sounds] hearing_warning`, R30) — are what their scenarios render, byte for byte: a committed WAV cannot drift
+/// from the recipe beside it.
+@Suite("board/sounds/*.wav are hush-render's renderings of the scenarios beside them")
+struct PackageSoundTests {
+    @Test(
+        "rendering the scenario again gives the committed bytes",
+        arguments: [("startup", 28800), ("hearing-warning", 43200)]
+    )
+    func soundIsItsRendering(name: String, frames: Int) throws {
         let root = String(#filePath.dropLast("Tests/HushRenderTests/RenderToolTests.swift".count))
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("startup-\(getpid()).wav").path
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(getpid()).wav").path
         defer { try? FileManager.default.removeItem(atPath: out) }
         let render = try RenderTool.parse([
-            "--scenario", root + "board/sounds/startup.txt", "--channels", "1", "--out", out,
+            "--scenario", root + "board/sounds/\(name).txt", "--channels", "1", "--out", out,
         ])
         try render.run()
         let rendered = try Data(contentsOf: URL(fileURLWithPath: out))
-        let committed = try Data(contentsOf: URL(fileURLWithPath: root + "board/sounds/startup.wav"))
-        #expect(rendered.count == 44 + 28800 * 2, "0.6 s, mono, 16-bit at 48 kHz")
+        let committed = try Data(contentsOf: URL(fileURLWithPath: root + "board/sounds/\(name).wav"))
+        #expect(rendered.count == 44 + frames * 2, "\(Double(frames) / 48000) s, mono, 16-bit at 48 kHz")
         #expect(
             rendered == committed,
-            "run: hush-render --scenario board/sounds/startup.txt --channels 1 --out board/sounds/startup.wav"
+            "run: hush-render --scenario board/sounds/\(name).txt --channels 1 --out board/sounds/\(name).wav"
         )
     }
 }

@@ -84,7 +84,7 @@ for path in /usr/bin/hushd /usr/bin/hushctl /usr/lib/systemd/system/hushd.servic
     /usr/lib/systemd/system/hush-fault-around.service /usr/lib/udev/rules.d/99-hush.rules \
     /usr/lib/sysusers.d/hush.conf /usr/lib/tmpfiles.d/hush.conf /etc/hush/hushd.toml \
     "/usr/lib/$multiarch/alsa-lib/libasound_module_pcm_hush.so" /usr/share/alsa/alsa.conf.d/50-hush.conf \
-    /usr/share/hush/boards/pi4-dac-hat.toml /usr/share/hush/overlays/hush-all.dtbo /usr/share/hush/sounds/startup.wav; do
+    /usr/share/hush/boards/pi4-dac-hat.toml /usr/share/hush/overlays/hush-all.dtbo /usr/share/hush/sounds/startup.wav /usr/share/hush/sounds/hearing-warning.wav; do
     expect "the package has $path" grep -qx "$path" "$work/packaged"
 done
 expect "every file and directory is root's" sh -c "! awk '\$2 != \"root/root\"' '$work/contents' | grep -q ."

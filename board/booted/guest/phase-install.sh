@@ -28,6 +28,8 @@ board = "virtual"
 [sounds]
 # The chime the package installs, when hushd is ready (policy R25).
 startup = "/usr/share/hush/sounds/startup.wav"
+# The hearing warning the package installs, with each warning on the headphones (policy R30).
+hearing_warning = "/usr/share/hush/sounds/hearing-warning.wav"
 
 [capture]
 # The microphone: what is played into the loopback's second device is heard here.
