@@ -316,7 +316,7 @@ let package = Package(
             dependencies: [
                 "hushd", "hushctl", "hush-render", "HushCore", "HushALSA", "HushGPIO", "HushAudioFile",
                 "HushProtocol", "HushConfiguration", "HushConsole", "HushRender", "HushRenderTool", "HushTesting",
-                "CHushWire",
+                "HushHearing", "CHushWire",
                 .product(name: "Logging", package: "swift-log"),
             ],
             resources: [.copy("Fixtures")]

@@ -195,12 +195,15 @@ struct HearingSafetyTests {
         let atStart = heard.filter { abs($0 + 17.5) < 0.1 }.count
         let atCeiling = heard.filter { abs($0 + 11) < 0.1 }.count
         print(
-            "ceiling on the real hushd: loudest \(String(format: "%.2f", loudest)) dB (90 dB(A) at the ear: "
-                + "\(String(format: "%.1f", 100 + loudest)) dB(A) full-scale sine); \(atStart) windows at the start "
-                + "limit's step, \(atCeiling) at the ceiling's"
+            "ceiling on the real hushd: loudest gain \(String(format: "%.2f", loudest)) dB (a full-scale sine "
+                + "\(String(format: "%.1f", 100 + loudest)) dB(A) at the ear, ceiling 90); \(atStart) windows at the "
+                + "start limit's step, \(atCeiling) at the ceiling's"
         )
         #expect(loudest <= -11 + 0.05, "never above the ceiling's step (-11 dB): \(loudest)")
-        #expect(atStart >= 10 && atCeiling >= 10, "the start limit's step, then the ceiling's: \(atStart), \(atCeiling)")
+        #expect(
+            atStart >= 10 && atCeiling >= 10,
+            "the start limit's step, then the ceiling's: \(atStart), \(atCeiling)"
+        )
     }
 
     /// The amplitude of a sine at `frequency` in each 100 ms window of the first channel (Hann-windowed Goertzel).

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HushConfiguration
+import HushHearing
 import HushTesting
 import Logging
 import Synchronization
@@ -18,6 +19,11 @@ import Glibc
 ///
 /// `HUSH_POWERCUT_KILLS=1000` (`make powercut N=1000`) runs issue 6's thousand; `swift test` runs 40.
 ///
+/// The week's sound dose (R29) is in the same file: the speaker is a calibrated private route here and a tone plays
+/// in every round, so hushd measures and adds to the dose while it is killed; every round's file holds a dose that
+/// reads back, never less than the last round's, and the next hushd goes on from it. Every fourth round lives until
+/// hushd has added to the dose: its file must hold more than the round began with.
+///
 /// A SIGKILL keeps the page cache, so this shows no moment of hushd's write sequence leaves a torn file; the
 /// fsyncs' part against a real power cut is argued in docs/state-and-controls.md.
 @Suite("power cuts: SIGKILL of a real hushd during volume changes", .serialized)
@@ -32,7 +38,17 @@ struct PowerCutTests {
 
     @Test("the state file survives SIGKILL at random moments: always a state asked for, never corrupt")
     func powerCuts() throws {
-        let hushd = try HushdProcess(start: false)
+        // A private speaker of 96 dB(A) full scale: its start limit's step (85 dB(A)) is 12, the highest the test
+        // sets, so R27 leaves every remembered volume as it is.
+        let hushd = try HushdProcess(
+            extra: """
+                [routes.speaker]
+                pcm = "hw:CARD=HushNoSuchCard,DEV=0"
+                private = true
+                full_scale_dba = 96
+                """,
+            start: false
+        )
         // Log lines at warning and above from the state loader: there must be none.
         let (logger, log) = RecordingLogHandler.logger(label: "powercut", level: .info)
         var generator = SystemRandomNumberGenerator()
@@ -40,6 +56,11 @@ struct PowerCutTests {
         var expectedAtStart: Volumes?
         var changes = 0
         var temporaryLeft = 0
+        var lastDose = 0.0
+        var doseGrew = 0
+        var longRounds = 0
+        var slowRounds = 0
+        let hour = Int64(Date().timeIntervalSince1970 / 3600) + 1  // the week up to the next hour: the test may cross one
         let started = Date()
         for round in 0..<Self.kills {
             try hushd.start()
@@ -52,11 +73,36 @@ struct PowerCutTests {
             if let expectedAtStart {
                 #expect(initial == expectedAtStart, "round \(round): hushd started with \(initial)")
             }
+            // The dose goes on from the file's (status rounds it to a hundredth of a percent).
+            let restored = (status["hearing"] as? [String: Any])?["dosePercent"] as? Double ?? -1
+            #expect(
+                restored >= lastDose * 100 - 0.01,
+                "round \(round): started at \(restored) %, the file had \(lastDose)"
+            )
+            let tone = try client.call(#""command":"activate","bus":"music","category":"playback""#)
+            let session = try #require(tone["session"] as? Int)
+            _ = try client.call(#""command":"play","session":\#(session),"tone":1000,"loop":true"#)
             // The history of states asked for: the start, then one per request sent.
             var history = [initial]
             var acknowledged = 0
             let victim = hushd.pid
-            let delay = Int.random(in: 0..<300_000, using: &generator)
+            // Every fourth round lives until hushd has measured a second and added it to the dose (it writes the
+            // first dose of its life at once), then is killed as the others are. On a machine too slow to measure
+            // within 10 s, the round is only a power cut.
+            var grew = false
+            if round % 4 == 3, initial.system > 0 {  // at step 0 the tone adds nothing
+                let deadline = Date().addingTimeInterval(10)
+                while Date() < deadline, !grew {
+                    // The tone measured at the ear (40 dB(A) or more at steps 1-12; status shows the dose
+                    // only to a tenth of a percent, which a few seconds do not move).
+                    let hearing = try client.status()["hearing"] as? [String: Any]
+                    grew = (hearing?["decibelsA"] as? Double ?? 0) > 0
+                    if !grew { usleep(100_000) }
+                }
+                if grew { longRounds += 1 } else { slowRounds += 1 }
+            }
+            // After the wait, at least 300 ms of volume changes: the state file is written every 100 ms with them.
+            let delay = Int.random(in: grew ? 300_000..<600_000 : 0..<300_000, using: &generator)
             DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(delay)) { kill(victim, SIGKILL) }
             var current = initial
             while true {
@@ -80,7 +126,17 @@ struct PowerCutTests {
             client.close()
 
             if access(hushd.statePath + ".tmp", F_OK) == 0 { temporaryLeft += 1 }
-            let loaded = StateStore(path: hushd.statePath, logger: logger).load()
+            let store = StateStore(path: hushd.statePath, logger: logger)
+            let loaded = store.load()
+            do {
+                let dose = try SoundDose(encoded: store.soundDose).fraction(at: hour)
+                #expect(dose >= lastDose, "round \(round): the file's dose \(dose) is less than the last \(lastDose)")
+                #expect(!grew || dose > lastDose, "round \(round): hushd added to the dose but the file kept \(dose)")
+                if dose > lastDose { doseGrew += 1 }
+                lastDose = max(lastDose, dose)
+            } catch {
+                Issue.record("round \(round): the file's sound_dose does not read back: \(error)")
+            }
             let setAside = try FileManager.default.contentsOfDirectory(atPath: hushd.directory)
                 .filter { $0.contains("corrupt") }
             #expect(setAside.isEmpty, "round \(round): the state file was set aside: \(setAside)")
@@ -114,7 +170,10 @@ struct PowerCutTests {
         print(
             "power cuts: \(Self.kills) kills in \(String(format: "%.1f", seconds)) s, \(changes) volume changes; "
                 + outcomes.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-                + "; \(temporaryLeft) kills left state.tmp behind"
+                + "; \(temporaryLeft) kills left state.tmp behind; the dose grew in \(doseGrew) rounds "
+                + "(\(longRounds) waited for it, \(slowRounds) too slow to) to "
+                + "\(String(format: "%.5f", lastDose * 100)) %"
         )
+        #expect(longRounds >= 1, "hushd never measured a second in 10 s (\(slowRounds) rounds): is the meter running?")
     }
 }
