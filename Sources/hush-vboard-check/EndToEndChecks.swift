@@ -465,3 +465,105 @@ let e2eChecks: [Check] = [
         stopHushd()
     },
 ]
+
+/// Hearing safety on the headphones (policies R27–R30), last: hushd is started again with a start limit under the
+/// start-up cap (R12's 12), a toy's ceiling, the lowest momentary limit (80 dB(A)) and the package's warning sound.
+/// The virtual profile's headphones are 95 dB(A) full scale: an 80 dB(A) start limit is step 10, a 94 dB(A) ceiling
+/// step 15 (92.2; step 16 would be 95). The 440 Hz tone at step 15 is 95 - 6 - 2.8 - 4.1 (A-weighting at 440 Hz) =
+/// 82.1 dB(A), over the limit by 2.1 dB: the warning brings the volume down one step, to 14 (79.4 dB(A)).
+let hearingChecks: [Check] = [
+    Check(name: "e2e-hearing-held-button-stops-at-the-ceiling-and-the-warning-is-seen-and-heard") {
+        let up = try line(volumeUpLine, "volume-up")
+        let led = try SimLine("led")
+        // The check before it stopped hushd; run alone (after e2e-start), the first hushd goes here.
+        stopHushd()
+        shell("cp /payload/hearing-warning.wav /tmp/hearing-warning.wav")
+        try writeHushdConfiguration(
+            """
+            [hearing]
+            start_limit_dba = 80
+            ceiling_dba = 94
+            momentary_limit_dba = 80
+            momentary_seconds = 2
+            """,
+            sounds: #"hearing_warning = "/tmp/hearing-warning.wav""#
+        )
+        defer {
+            stopHushd()
+            try? writeHushdConfiguration()
+            try? setJack(false)
+        }
+        // The headphones remembered loud (R12 caps them at 12 when hushd starts): plugged, they must start at the start
+        // limit's step (R27).
+        shell("printf 'schema = 1\\nringer = 10\\n\\n[system]\\nspeaker = 8\\nheadphones = 16\\n' > \(e2eState)")
+        try startHushd()
+        try setJack(true)
+        try waitForStatus("the headphones route") { $0["route"] as? String == "headphones" }
+        let started = try status()["systemVolume"] as? Int ?? -1
+        _ = try startClient("music-hearing", "play --tone \(musicTone) --bus music --category playback --for 600")
+        try waitForPlaying(1)
+        try require(led.value == "0", "the alert LED is out before any warning: \(led.value ?? "?")")
+        // Volume up held 1.5 s (the press, then repeats from 500 ms every 100 ms: 11 steps asked), then 12 s more
+        // of the tone at the ceiling: more than 2 s over the limit warns, and the volume comes down to 14 at no more
+        // than 1 dB/s (2.7 dB over 3.4 s). The LED is read every half second.
+        var lit: [Double] = []
+        var actions: [(at: Double, what: String, action: () throws -> Void)] = [
+            (1.0, "press volume up", { try up.set(active: true) }),
+            (2.5, "release volume up", { try up.set(active: false) }),
+        ]
+        for tenth in stride(from: 5, through: 155, by: 5) {
+            let at = Double(tenth) / 10
+            actions.append((at, "read the LED", { if led.value == "1" { lit.append(at) } }))
+        }
+        let take = try listenToHushd([headphonesCapture], seconds: 16, while: actions)
+        let samples = take.recordings[0].samples
+        let (press, release) = (take.actedAt(0), take.actedAt(1))
+        let state = try status()
+        let music = windowLevels(musicTone, samples, from: 0.3, to: 15.9)
+        let beforePress = music.filter { $0.at < press }.map(\.level)
+        let loudest = music.map(\.level).max() ?? -240
+        // The reduction's end, when the warning came early enough for it to be in the capture.
+        let reduced = (lit.first ?? 99) < 10 ? music.filter { $0.at > 14 }.map(\.level) : []
+        let high = windowLevels(1568, samples, from: release, to: 15.9)
+        let low = windowLevels(1175, samples, from: release, to: 15.9)
+        let notes = (high.filter { $0.level > -60 }, low.filter { $0.level > -60 })
+        let chime = (notes.0.map(\.level).max() ?? -240, notes.1.map(\.level).max() ?? -240)
+        print(
+            "  headphones started at step \(started); music before the press \(twoDecimals(beforePress.max() ?? -240)) "
+                + "dBFS (step 10: \(twoDecimals(expectedLevel(step: 10)))), loudest \(twoDecimals(loudest)) (step 15 "
+                + "ceiling: \(twoDecimals(expectedLevel(step: 15)))); held \(twoDecimals(release - press)) s; at the "
+                + "end volume \(state["systemVolume"] ?? "?"), music \(twoDecimals(reduced.max() ?? -240)) (step 14: "
+                + "\(twoDecimals(expectedLevel(step: 14)))); LED lit at \(lit.first.map(twoDecimals) ?? "never") s for "
+                + "\(lit.count) readings; the warning's notes in \(notes.0.count) + \(notes.1.count) windows, loudest "
+                + "\(twoDecimals(chime.0)) and \(twoDecimals(chime.1)) dBFS (ringer 10: "
+                + "\(twoDecimals(expectedLevel(step: 10, extra: -18))))"
+        )
+        try require(started == 10, "the headphones remembered at 16 start at step 10 (R27): \(started)")
+        try require(
+            abs((beforePress.max() ?? -240) - expectedLevel(step: 10)) < 1,
+            "the music at the start limit's step before the press: \(beforePress.max() ?? -240)"
+        )
+        // A stall can dent the captured level, never raise it: this holds in any take.
+        try require(
+            loudest <= expectedLevel(step: 15) + 0.5,
+            "never above the ceiling's step: \(loudest) dBFS, step 15 is \(expectedLevel(step: 15))"
+        )
+        try require(abs(loudest - expectedLevel(step: 15)) < 1, "the held button reached the ceiling's step 15")
+        let log = readWholeFile("/tmp/hushd.log") ?? ""
+        try require(log.contains("[R28]"), "a press at the ceiling is refused with R28 in hushd's log")
+        try require(!lit.isEmpty, "the alert LED shows the warning (R29) on gpio-sim")
+        try require(log.contains("hearing: ") && log.contains("[R29]"), "the warning is in hushd's log")
+        try require(state["systemVolume"] as? Int == 14, "the warning brought the volume down to 14 (R29)")
+        if let end = reduced.max() {
+            try require(abs(end - expectedLevel(step: 14)) < 1, "the music at step 14 after the reduction: \(end)")
+        }
+        try require(
+            !notes.0.isEmpty && !notes.1.isEmpty,
+            "the warning's sound (R30, G6 and D6) in the headphones' capture: \(notes.0.count), \(notes.1.count)"
+        )
+        try require(
+            abs(chime.0 - expectedLevel(step: 10, extra: -18)) < 1.5,
+            "the warning at the ringer volume (step 10, -18 dB in the file): \(chime.0)"
+        )
+    }
+]

@@ -19,7 +19,7 @@ if arguments.first == "--tone", arguments.count == 3, let seconds = Double(argum
     exit(playTone(pcm: arguments[1], seconds: seconds) ? 0 : 1)
 }
 if arguments == ["--list"] {
-    for check in allChecks + e2eChecks + faultChecks { print(check.name) }
+    for check in allChecks + e2eChecks + hearingChecks + faultChecks { print(check.name) }
     exit(0)
 }
 if arguments == ["--soak"] {
@@ -29,14 +29,15 @@ if arguments == ["--soak"] {
 if arguments == ["--end-to-end"] {
     // hushd as on a board, heard through snd-aloop (board/virtual/scenarios/e2e.sh); the checks build on each
     // other (the first starts hushd), so they run in order and all of them.
-    exit(runChecks(e2eChecks) ? 0 : 1)
+    exit(runChecks(e2eChecks + hearingChecks) ? 0 : 1)
 }
 if arguments == ["--faults"] {
     // Like --end-to-end: the first check starts hushd and the others build on it.
     exit(runChecks(faultChecks) ? 0 : 1)
 }
-let selected = arguments.isEmpty ? allChecks : (allChecks + e2eChecks).filter { arguments.contains($0.name) }
-let unknown = arguments.filter { name in !(allChecks + e2eChecks).contains { $0.name == name } }
+let selected =
+    arguments.isEmpty ? allChecks : (allChecks + e2eChecks + hearingChecks).filter { arguments.contains($0.name) }
+let unknown = arguments.filter { name in !(allChecks + e2eChecks + hearingChecks).contains { $0.name == name } }
 guard unknown.isEmpty else {
     print("unknown check(s): \(unknown.joined(separator: ", ")); --list shows them")
     exit(64)

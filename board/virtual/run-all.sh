@@ -51,7 +51,7 @@ for program in "$check" "$hushd" "$hushctl" "$streams" "$voice" "$plugin"; do
         echo "run-all.sh: note: $program is not built (swift build; make alsa-plugin); scenarios that need it will fail"
     fi
 done
-cp "$root/board/profiles/virtual.toml" "$root/deploy/alsa/50-hush.conf" "$payload/"
+cp "$root/board/profiles/virtual.toml" "$root/deploy/alsa/50-hush.conf" "$root/board/sounds/hearing-warning.wav" "$payload/"
 # VBOARD_EXTRA_PAYLOAD=FILE adds a file (make faults: faults.conf with the long run's lengths); VBOARD_TIMEOUT=SEC
 # overrides each scenario's timeout.
 [ -z "${VBOARD_EXTRA_PAYLOAD:-}" ] || cp "$VBOARD_EXTRA_PAYLOAD" "$payload/"

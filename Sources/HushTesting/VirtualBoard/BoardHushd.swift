@@ -240,8 +240,9 @@ package func setUpBoardForHushd(configuration extra: String = "") throws {
 }
 
 /// Writes hushd's configuration on the virtual board (``setUpBoardForHushd(configuration:)``'s, with `extra`
-/// appended), for a hushd started after it; the board's controls and devices stay as they are.
-package func writeHushdConfiguration(_ extra: String = "") throws {
+/// appended and `sounds`' keys in its `[sounds]` table), for a hushd started after it; the board's controls and
+/// devices stay as they are.
+package func writeHushdConfiguration(_ extra: String = "", sounds: String = "") throws {
     try writeFile(
         e2eConfig,
         """
@@ -260,6 +261,7 @@ package func writeHushdConfiguration(_ extra: String = "") throws {
 
         [sounds]
         directories = ["/tmp"]
+        \(sounds)
 
         """ + extra
     )

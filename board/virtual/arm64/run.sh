@@ -145,10 +145,11 @@ dpkg --root="$rootfs" --force-script-chrootless --force-depends --force-architec
     -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; die "dpkg -i $deb into the guest's root failed"; }
 dpkg --root="$rootfs" -s hush 2>/dev/null | grep -qx 'Status: install ok installed' ||
     die "dpkg does not say hush is installed in the guest's root"
-# /payload as board/virtual/run-all.sh fills it, from the package: links to its hushd, hushctl and virtual.toml;
+# /payload as board/virtual/run-all.sh fills it, from the package: links to its hushd, hushctl, virtual.toml and
+# hearing warning sound;
 # copies of its ALSA plugin and 50-hush.conf (the streams scenario copies those two to where the package put them
 # already); the check programs a scenario names in its "# vboard-payload:" lines, from --programs.
-for file in /usr/bin/hushd /usr/bin/hushctl /usr/share/hush/boards/virtual.toml; do
+for file in /usr/bin/hushd /usr/bin/hushctl /usr/share/hush/boards/virtual.toml /usr/share/hush/sounds/hearing-warning.wav; do
     [ -e "$rootfs$file" ] || die "the package put no $file"
     ln -s "$file" "$rootfs/payload/$(basename "$file")"
 done

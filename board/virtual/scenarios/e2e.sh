@@ -8,6 +8,7 @@
 # vboard-payload: hushd  build it with 'swift build --product hushd'; run-all.sh passes it
 # vboard-payload: hushctl  build it with 'swift build --product hushctl'; run-all.sh passes it
 # vboard-payload: virtual.toml  run-all.sh copies board/profiles/virtual.toml
+# vboard-payload: hearing-warning.wav  run-all.sh copies board/sounds/hearing-warning.wav (the last check's R30 sound)
 . /guest-lib.sh
 status=0
 hush-vboard-check --end-to-end || status=$?
