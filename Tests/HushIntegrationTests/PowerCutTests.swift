@@ -60,7 +60,8 @@ struct PowerCutTests {
         var doseGrew = 0
         var longRounds = 0
         var slowRounds = 0
-        let hour = Int64(Date().timeIntervalSince1970 / 3600) + 1  // the week up to the next hour: the test may cross one
+        // The week up to the next hour: the test may cross one.
+        let hour = Int64(Date().timeIntervalSince1970 / 3600) + 1
         let started = Date()
         for round in 0..<Self.kills {
             try hushd.start()
