@@ -44,24 +44,32 @@ struct HearingTapTests {
         usleep(100_000)
         var allocations: Int64 = 0
         var frees: Int64 = 0
-        // 2.5 s of periods, paced so the ring (a second) never overflows.
-        for period in 0..<(Self.rate * 5 / 2 / Self.period) {
-            Self.tone(into: mix, frames: Self.period, start: period * Self.period)
-            let before = (hush_allocations_on_this_thread(), hush_frees_on_this_thread())
-            hook.call(hook.context, Self.period)
-            allocations += hush_allocations_on_this_thread() - before.0
-            frees += hush_frees_on_this_thread() - before.1
-            if period % 75 == 74 { usleep(100_000) }
-        }
-        let deadline = Date().addingTimeInterval(5)
+        // Periods at the real rate (100 ms of them, then 100 ms of sleep) until two seconds are measured. A meter
+        // thread slower than that (an emulator on a busy host) only gets fewer of the frames, as in hushd: the
+        // ring drops what does not fit, and the thread drops what came before it noticed it was active. So the
+        // budget is generous, and only a meter that measures nothing right in it fails.
+        let deadline = Date().addingTimeInterval(60)
         var levels: [Double] = []
+        var period = 0
         while levels.count < 2 && Date() < deadline {
+            for _ in 0..<75 {
+                Self.tone(into: mix, frames: Self.period, start: period * Self.period)
+                let before = (hush_allocations_on_this_thread(), hush_frees_on_this_thread())
+                hook.call(hook.context, Self.period)
+                allocations += hush_allocations_on_this_thread() - before.0
+                frees += hush_frees_on_this_thread() - before.1
+                period += 1
+            }
             usleep(100_000)
             levels += tap.takeLevels()
         }
-        print("hearing tap: \(levels) dB; \(allocations) allocations, \(frees) frees on the audio thread's side")
+        let fed = Double(period * Self.period) / Double(Self.rate)
+        print(
+            "hearing tap: \(levels) dB after \(fed) s of periods; \(allocations) allocations, \(frees) frees on the "
+                + "audio thread's side"
+        )
         #expect(allocations == 0 && frees == 0)
-        #expect(levels.count == 2 && levels.allSatisfy { abs($0 + 6.02) < 0.05 }, "\(levels)")
+        #expect(levels.count >= 2 && levels.allSatisfy { abs($0 + 6.02) < 0.05 }, "\(levels) after \(fed) s")
         tap.setActive(false)
         #expect(!tap.isActive)
     }
