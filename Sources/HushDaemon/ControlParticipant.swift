@@ -450,17 +450,7 @@ final class ControlParticipant: LoopParticipant, ControlHandler {
                     unavailable: path.failureDescription
                 )
             },
-            hearing: daemon.hearing.map { hearing in
-                let configuration = policy.configuration.hearing
-                return ControlStatus.Hearing(
-                    privateRoutes: configuration.privateRoutes.map(\.name).sorted(),
-                    measuring: hearing.tap.isActive,
-                    decibelsA: hearing.latest?.decibelsA,
-                    route: hearing.latest?.route.name,
-                    dosePercent: hearing.dosePercent,
-                    calibrated: configuration.fullScale[policy.route] != nil
-                )
-            }
+            hearing: daemon.hearing?.status(policy)
         )
     }
 

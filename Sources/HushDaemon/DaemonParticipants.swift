@@ -4,6 +4,7 @@ import HushCore
 import HushHearing
 import HushOutput
 import HushPolicy
+import HushProtocol
 import HushSystem
 import Logging
 
@@ -304,6 +305,19 @@ final class HearingParticipant: LoopParticipant {
 
     /// The week's dose now, in percent.
     var dosePercent: Double { dose.fraction(at: Self.hour) * 100 }
+
+    /// What status (the socket's and the console's) says of hearing safety under `policy`.
+    func status(_ policy: AudioPolicy) -> ControlStatus.Hearing {
+        let configuration = policy.configuration.hearing
+        return ControlStatus.Hearing(
+            privateRoutes: configuration.privateRoutes.map(\.name).sorted(),
+            measuring: tap.isActive,
+            decibelsA: latest?.decibelsA,
+            route: latest?.route.name,
+            dosePercent: dosePercent,
+            calibrated: configuration.fullScale[policy.route] != nil
+        )
+    }
 
     init(tap: HearingTap, daemon: Daemon, store: StateStore?) {
         self.tap = tap

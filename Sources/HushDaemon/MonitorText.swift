@@ -89,6 +89,9 @@ package enum MonitorText {
                     ? "MUTED by the privacy switch (\(daemon.setup.capturePCM ?? "none configured"))"
                     : streams.microphone.isEmpty ? microphone : streams.microphone.joined(separator: ", "))
         )
+        if let hearing = daemon.hearing?.status(policy), !hearing.privateRoutes.isEmpty {
+            lines.append("hearing         " + ControlText.hearing(hearing, route: policy.route.name))
+        }
         if policy.sessions.isEmpty { lines.append("no sessions") }
         // 24 lines in all: the sessions that fit, or one line fewer and a count of the rest.
         let room = 24 - lines.count

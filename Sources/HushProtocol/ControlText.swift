@@ -45,6 +45,9 @@ public enum ControlText {
             lines.append("                 \(pending.error)")
         }
         lines.append("microphone       " + microphone(status))
+        if let hearing = status.hearing, !hearing.privateRoutes.isEmpty {
+            lines.append("hearing          " + self.hearing(hearing, route: status.route))
+        }
         // The sessions and the streams share the rows left; each table keeps at least half of them when both are
         // long, and says how many rows it could not show.
         let sessions = status.sessions.map(sessionRow)
@@ -125,6 +128,16 @@ public enum ControlText {
 
     /// Who hears the microphone: "hw:1,0 (open), heard by stream 5 (arecord, pid 77)", "... heard by nobody", or
     /// that there is none.
+    /// Hearing safety in one line (R27–R29): what the listener hears now on a private route, or that the route in use
+    /// is not measured, and the week's dose. The console's status says it the same way.
+    public static func hearing(_ hearing: ControlStatus.Hearing, route: String) -> String {
+        let dose = "week's dose \(DecimalText.fixed(hearing.dosePercent, places: 1)) %"
+        guard hearing.measuring else { return "\(route) is not private (not measured); " + dose }
+        let level = hearing.decibelsA.map { $0 < 20 ? "quiet" : "\(DecimalText.fixed($0, places: 1)) dB(A)" }
+        return "\(hearing.route ?? route): \(level ?? "measuring") at the ear"
+            + (hearing.calibrated ? "" : " (assumed)") + ", " + dose
+    }
+
     static func microphone(_ status: ControlStatus) -> String {
         let holders = status.microphone.map { id in
             guard let stream = status.streams.first(where: { $0.id == id }) else { return "stream \(id)" }

@@ -1,4 +1,8 @@
+import HushALSA
 import HushCore
+import HushPolicy
+import HushSystem
+import Logging
 import Testing
 
 @testable import HushDaemon
@@ -30,5 +34,26 @@ struct MonitorTextTests {
         let busy = MonitorText.statusLine(of: daemon)
         #expect(busy == "SILENT|speaker (ovr)|vol 16|ringer 10|btn: ringer|12/12 playing|out ok", "\(busy)")
         #expect(busy.count <= 80)
+    }
+
+    @Test("status says hearing safety's state: the route in use not measured, or the level at the ear, and the dose")
+    func statusShowsHearing() throws {
+        var setup = Daemon.Setup()
+        setup.output = PlaybackConfiguration(pcm: "hush-no-such-device", periodFrames: 480, periods: 2)
+        setup.fallbackWAV = DaemonTests.temporary("hearing-status.wav")
+        setup.realtimePriority = 0
+        setup.policy.hearing.privateRoutes = [.headphones]
+        setup.policy.hearing.fullScale[.headphones] = 100
+        let daemon = Daemon(setup: setup, inputs: [], clock: SystemClock(), logger: Logger(label: "test"))
+        try daemon.start()
+        defer { daemon.shutDown() }
+        let tap = try #require(daemon.hearingTap, "a board with a private route has the tap")
+        daemon.hearing = HearingParticipant(tap: tap, daemon: daemon, store: nil)
+        func hearingLine() -> String? {
+            MonitorText.status(of: daemon, version: "test").first { $0.hasPrefix("hearing") }
+        }
+        #expect(hearingLine() == "hearing         speaker is not private (not measured); week's dose 0.0 %")
+        daemon.handle(.setRouteOverride(.headphones))
+        #expect(hearingLine() == "hearing         headphones: measuring at the ear, week's dose 0.0 %")
     }
 }

@@ -261,6 +261,48 @@ struct ControlTextTests {
         #expect(ControlText.streamRow(Self.streaming.streams[3]).hasSuffix("draining, 12 underruns, 3 violations"))
     }
 
+    @Test("hearing: the level at the ear and the week's dose, or that the route is not measured (R27-R29)")
+    func hearing() {
+        func line(_ hearing: ControlStatus.Hearing?, route: String = "headphones") -> String? {
+            var status = Self.status
+            status.route = route
+            status.hearing = hearing
+            return ControlText.status(status).first { $0.hasPrefix("hearing") }
+        }
+        #expect(line(nil) == nil, "a board with no private route says nothing of hearing")
+        let measured = ControlStatus.Hearing(
+            privateRoutes: ["headphones"],
+            measuring: true,
+            decibelsA: 83.04,
+            route: "headphones",
+            dosePercent: 12.34,
+            calibrated: true
+        )
+        #expect(line(measured) == "hearing          headphones: 83.0 dB(A) at the ear, week's dose 12.3 %")
+        var assumed = measured
+        assumed.calibrated = false
+        assumed.decibelsA = -104
+        #expect(
+            line(assumed)
+                == "hearing          headphones: quiet at the ear (assumed), week's dose 12.3 %"
+        )
+        var speaker = measured
+        speaker.measuring = false
+        #expect(
+            line(speaker, route: "speaker")
+                == "hearing          speaker is not private (not measured); week's dose 12.3 %"
+        )
+        #expect(
+            ControlText.status(
+                {
+                    var s = Self.status
+                    s.hearing = measured
+                    return s
+                }()
+            ).count <= 24
+        )
+    }
+
     @Test("the microphone: nobody, a closed device, several streams, a name that would break the line")
     func microphoneText() {
         var status = Self.streaming
