@@ -19,19 +19,8 @@ struct HearingSafetyTests {
         let scratch = try ScratchDirectory(prefix: "hush-hearing")
         let mix = scratch.path + "/mix.wav"
         // Headphones at 100 dB(A) full scale: a half-scale 1 kHz tone at volume 16 is 94 dB(A) at the ear.
-        let hushd = try HushdProcess(
-            extra: """
-                [routes.speaker]
-                pcm = "hw:CARD=HushNoSuchCard,DEV=0"
-
-                [routes.headphones]
-                pcm = "hw:CARD=HushNoHeadphones,DEV=0"
-                full_scale_dba = 100
-
-                [hearing]
-                momentary_limit_dba = 90
-                momentary_seconds = 2
-                """,
+        let hushd = try Self.hushd(
+            hearing: "momentary_limit_dba = 90\nmomentary_seconds = 2",
             fallback: mix,
             packageSounds: ["hearing_warning": "hearing-warning.wav"]
         )
@@ -72,18 +61,7 @@ struct HearingSafetyTests {
 
         // What was heard: 100 ms windows never fall more than 0.1 dB (1 dB/s) from one to the next.
         let (samples, channels, rate) = try SoundFile.readPCM16(mix)
-        let window = rate / 10
-        var levels: [Double] = []
-        var start = 0
-        while (start + window) * channels <= samples.count {
-            var sum = 0.0
-            for frame in start..<start + window {
-                let value = Double(samples[frame * channels]) / 32768
-                sum += value * value
-            }
-            levels.append(sum > 0 ? 10 * log10(sum / Double(window)) : -200)
-            start += window
-        }
+        let levels = Self.meanSquares(samples, channels: channels, rate: rate).map { $0 > 0 ? 10 * log10($0) : -200 }
         let loud = levels.indices.filter { levels[$0] > -40 }
         let first = try #require(loud.first, "the tone at volume 16 is in the mix")
         let last = try #require(loud.last)
@@ -134,20 +112,7 @@ struct HearingSafetyTests {
         let mix = scratch.path + "/mix.wav"
         // Headphones at 100 dB(A) full scale and a toy's ceiling of 90: the highest step whose full-scale sine is at
         // most 90 dB(A) is 12 (-11 dB), the start limit's (85) is 10 (-17.5 dB).
-        let hushd = try HushdProcess(
-            extra: """
-                [routes.speaker]
-                pcm = "hw:CARD=HushNoSuchCard,DEV=0"
-
-                [routes.headphones]
-                pcm = "hw:CARD=HushNoHeadphones,DEV=0"
-                full_scale_dba = 100
-
-                [hearing]
-                ceiling_dba = 90
-                """,
-            fallback: mix
-        )
+        let hushd = try Self.hushd(hearing: "ceiling_dba = 90", fallback: mix)
         let app = try hushd.connect()
         func volume() throws -> Int { try hushd.status()["systemVolume"] as? Int ?? -1 }
         #expect(try app.call(#""command":"route","override":"headphones""#)["ok"] as? Bool == true)
@@ -177,18 +142,9 @@ struct HearingSafetyTests {
         // What reached the headphones: the -6 dBFS tone at the volume's gain. Never above the ceiling's step; the
         // start limit's step heard first, then the ceiling's.
         let (samples, channels, rate) = try SoundFile.readPCM16(mix)
-        let window = rate / 10
-        var gains: [Double] = []
-        var start = 0
-        while (start + window) * channels <= samples.count {
-            var sum = 0.0
-            for frame in start..<start + window {
-                let value = Double(samples[frame * channels]) / 32768
-                sum += value * value
-            }
-            // A sine's RMS is its amplitude / sqrt 2; the tone's amplitude is 0.5 times the volume's gain.
-            gains.append(sum > 0 ? 20 * log10((2 * sum / Double(window)).squareRoot() / 0.5) : -200)
-            start += window
+        // A sine's mean square is half its amplitude squared; the tone's amplitude is 0.5 times the volume's gain.
+        let gains = Self.meanSquares(samples, channels: channels, rate: rate).map {
+            $0 > 0 ? 20 * log10((2 * $0).squareRoot() / 0.5) : -200
         }
         let heard = gains.filter { $0 > -60 }
         let loudest = heard.max() ?? -200
@@ -204,6 +160,39 @@ struct HearingSafetyTests {
             atStart >= 10 && atCeiling >= 10,
             "the start limit's step, then the ceiling's: \(atStart), \(atCeiling)"
         )
+    }
+
+    /// hushd with headphones of 100 dB(A) full scale (neither route's PCM opens: the sound goes to `fallback`) and
+    /// `hearing`'s keys in its `[hearing]` table.
+    static func hushd(hearing: String, fallback: String, packageSounds: [String: String] = [:]) throws -> HushdProcess {
+        try HushdProcess(
+            extra: """
+                [routes.speaker]
+                pcm = "hw:CARD=HushNoSuchCard,DEV=0"
+
+                [routes.headphones]
+                pcm = "hw:CARD=HushNoHeadphones,DEV=0"
+                full_scale_dba = 100
+
+                [hearing]
+                \(hearing)
+                """,
+            fallback: fallback,
+            packageSounds: packageSounds
+        )
+    }
+
+    /// The first channel's mean square in each 100 ms window.
+    static func meanSquares(_ samples: [Int16], channels: Int, rate: Int) -> [Double] {
+        let window = rate / 10
+        return stride(from: 0, to: samples.count / channels - window + 1, by: window).map { start in
+            var sum = 0.0
+            for frame in start..<start + window {
+                let value = Double(samples[frame * channels]) / 32768
+                sum += value * value
+            }
+            return sum / Double(window)
+        }
     }
 
     /// The amplitude of a sine at `frequency` in each 100 ms window of the first channel (Hann-windowed Goertzel).
