@@ -475,8 +475,8 @@ package final class Daemon {
         return made
     }
 
-    /// hushd's own sounds while they play (the start-up sound, R25; the hearing warning's, R30): the `[sounds]` key
-    /// and the rule of each, ended when the sound ends.
+    /// hushd's own sounds while they play (the start-up sound, R25; the hearing warning's, R30): the name and the
+    /// rule of each, for the log line that ends its session when the sound ends.
     package private(set) var ownSounds: [SessionID: (name: String, rule: Rule)] = [:]
     /// `[sounds] hearing_warning`: played when the policy asks (R30).
     package var warningSoundPath: String?

@@ -210,7 +210,8 @@ extension AudioPolicy {
         out.append(Decision(.notify(.hearingWarning(warning)), rule: .r29, reason: why))
         hearingState.lightUntil = now + hearing.warningLight
         if hearing.warningSound {
-            if let playing = hearingState.warningSession, session(playing) != nil {
+            // One that still sounds; one the console stopped is no reason to stay quiet.
+            if let playing = hearingState.warningSession, session(playing)?.isPlaying == true {
                 out.append(
                     Decision(
                         .note("the hearing warning sound in \(playing) is still playing"),

@@ -1370,5 +1370,10 @@ struct R30HearingWarningSound {
         board.send(.deactivate(SessionID(9), notifyOthers: true))
         let later = board.send(.exposure(Exposure(route: .headphones, decibelsA: 90, dose: 2.0)), after: .seconds(1))
         #expect(later.contains { $0.command == .playWarningSound })
+        // One stopped (the console may stop any session) does not sound: no reason to stay quiet.
+        board.send(.warningSound(SessionID(10)))
+        board.send(.stop(SessionID(10)))
+        let stopped = board.send(.exposure(Exposure(route: .headphones, decibelsA: 90, dose: 3.0)), after: .seconds(1))
+        #expect(stopped.contains { $0.command == .playWarningSound })
     }
 }
