@@ -89,7 +89,7 @@ package enum MonitorText {
                     ? "MUTED by the privacy switch (\(daemon.setup.capturePCM ?? "none configured"))"
                     : streams.microphone.isEmpty ? microphone : streams.microphone.joined(separator: ", "))
         )
-        if let hearing = daemon.hearing?.status(policy), !hearing.privateRoutes.isEmpty {
+        if let hearing = daemon.hearing?.status(policy), ControlText.showsHearing(hearing) {
             lines.append("hearing         " + ControlText.hearing(hearing, route: policy.route.name))
         }
         if policy.sessions.isEmpty { lines.append("no sessions") }

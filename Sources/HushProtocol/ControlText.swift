@@ -45,7 +45,7 @@ public enum ControlText {
             lines.append("                 \(pending.error)")
         }
         lines.append("microphone       " + microphone(status))
-        if let hearing = status.hearing, !hearing.privateRoutes.isEmpty {
+        if let hearing = status.hearing, Self.showsHearing(hearing) {
             lines.append("hearing          " + self.hearing(hearing, route: status.route))
         }
         // The sessions and the streams share the rows left; each table keeps at least half of them when both are
@@ -128,6 +128,12 @@ public enum ControlText {
 
     /// Who hears the microphone: "hw:1,0 (open), heard by stream 5 (arecord, pid 77)", "... heard by nobody", or
     /// that there is none.
+    /// Whether status gives hearing safety a line: while a private route is measured, or once the week has a dose.
+    /// Otherwise (a public route and nothing heard on a private one this week) the row goes to the sessions.
+    public static func showsHearing(_ hearing: ControlStatus.Hearing) -> Bool {
+        !hearing.privateRoutes.isEmpty && (hearing.measuring || hearing.dosePercent > 0)
+    }
+
     /// Hearing safety in one line (R27–R29): what the listener hears now on a private route, or that the route in use
     /// is not measured, and the week's dose. The console's status says it the same way.
     public static func hearing(_ hearing: ControlStatus.Hearing, route: String) -> String {

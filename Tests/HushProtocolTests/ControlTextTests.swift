@@ -292,6 +292,8 @@ struct ControlTextTests {
             line(speaker, route: "speaker")
                 == "hearing          speaker is not private (not measured); week's dose 12.3 %"
         )
+        speaker.dosePercent = 0
+        #expect(line(speaker, route: "speaker") == nil, "a public route and no dose this week: no line")
         #expect(
             ControlText.status(
                 {
