@@ -275,11 +275,11 @@ extension HushdConfiguration {
     /// hushd's own sounds (the start-up sound, policy R25; the hearing warning's, R30), and whether each is there
     /// to be played.
     private var ownSoundLines: [String] {
-        let sounds: [(String, String?, String)] = [
+        let own: [(String, String?, String)] = [
             ("start-up sound", sounds.startup, "hushd would start without it"),
             ("hearing warning sound", sounds.hearingWarning, "the warnings would have no sound"),
         ]
-        return sounds.compactMap { name, path, without in
+        return own.compactMap { name, path, without in
             guard let path else { return nil }
             let there = access(path, R_OK) == 0
             return "\(name) \(path)" + (there ? "" : " (not readable here: \(without))")

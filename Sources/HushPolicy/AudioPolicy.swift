@@ -136,18 +136,39 @@ public struct AudioPolicy: Sendable {
     )
 
     private mutating func startupSound(_ id: SessionID, _ out: inout [Decision]) {
-        activate(id, client: .hushd, Self.startupSoundConfiguration, &out)
-        guard let index = sessions.firstIndex(where: { $0.id == id }), sessions[index].client == .hushd else { return }
-        out.append(
-            Decision(
-                .note("\(id) is hushd's start-up sound"),
-                rule: .r25,
-                reason: isSilenced(sessions[index])
-                    ? "hushd is ready; the silence switch is on, so it plays silenced, as every ambient sound (R1)"
-                    : "hushd is ready: a system sound on the effect bus, mixed with anything playing, at the system volume"
-            )
+        ownSound(
+            id,
+            Self.startupSoundConfiguration,
+            rule: .r25,
+            note: "is hushd's start-up sound",
+            silenced: "hushd is ready; the silence switch is on, so it plays silenced, as every ambient sound (R1)",
+            heard:
+                "hushd is ready: a system sound on the effect bus, mixed with anything playing, at the system volume",
+            &out
         )
-        play(at: index, rule: .r25, &out)
+    }
+
+    /// Activates `id` as a session of hushd's own with `configuration` and plays it, saying why with `rule` (R25,
+    /// R30); false when the policy refused it (an id already in use).
+    @discardableResult
+    mutating func ownSound(
+        _ id: SessionID,
+        _ configuration: SessionConfiguration,
+        rule: Rule,
+        note: String,
+        silenced: String,
+        heard: String,
+        _ out: inout [Decision]
+    ) -> Bool {
+        activate(id, client: .hushd, configuration, &out)
+        guard let index = sessions.firstIndex(where: { $0.id == id }), sessions[index].client == .hushd else {
+            return false
+        }
+        out.append(
+            Decision(.note("\(id) \(note)"), rule: rule, reason: isSilenced(sessions[index]) ? silenced : heard)
+        )
+        play(at: index, rule: rule, &out)
+        return true
     }
 
     // MARK: - R26 session level

@@ -252,21 +252,20 @@ extension AudioPolicy {
     }
 
     mutating func warningSound(_ id: SessionID, _ out: inout [Decision]) {
-        activate(id, client: .hushd, Self.warningSoundConfiguration, &out)
-        guard let index = sessions.firstIndex(where: { $0.id == id }), sessions[index].client == .hushd else { return }
+        // Known as the warning before it plays, so that the buttons' target is right from its first decision.
+        let previous = hearingState.warningSession
         hearingState.warningSession = id
-        let silenced = silenceSwitch == .silent
-        out.append(
-            Decision(
-                .note("\(id) is the hearing warning sound"),
-                rule: .r30,
-                reason: silenced
-                    ? "the silence switch is on: it plays silenced, as every alert (R1), and the alert light warns"
-                    : "an alert on the ringer bus at the ringer volume, mixed over what plays (no duck: only the "
-                        + "reduction lowers it); the volume buttons still move the system volume"
-            )
+        let played = ownSound(
+            id,
+            Self.warningSoundConfiguration,
+            rule: .r30,
+            note: "is the hearing warning sound",
+            silenced: "the silence switch is on: it plays silenced, as every alert (R1), and the alert light warns",
+            heard: "an alert on the ringer bus at the ringer volume, mixed over what plays (no duck: only the "
+                + "reduction lowers it); the volume buttons still move the system volume",
+            &out
         )
-        play(at: index, rule: .r30, &out)
+        if !played { hearingState.warningSession = previous }
     }
 
     /// Steps a reduction under way down when its time has come: one volume step at a time, each ramped so that the
